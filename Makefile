@@ -1,0 +1,34 @@
+# streamidx — build, test and measure.
+#
+#   make test   the test suite (what CI runs)
+#   make lint   gofmt + go vet
+#   make fuzz   every fuzz target for FUZZTIME each (default 60s)
+#   make build  the streamidx binary in bin/
+
+GO        ?= go
+FUZZTIME  ?= 60s
+PKGS      ?= ./...
+FUZZ_TARGETS = FuzzParseMetadata FuzzDecodeKey FuzzReadTrackingFile
+
+.PHONY: all build test lint fuzz crosscheck clean
+
+all: lint test
+
+build:
+	$(GO) build -o bin/streamidx ./cmd/streamidx
+
+test:
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		echo "== $$t ($(FUZZTIME))"; \
+		$(GO) test ./format -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
+clean:
+	rm -rf bin

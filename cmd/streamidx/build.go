@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/flush"
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
+)
+
+func init() {
+	register(command{name: "build", summary: "build one index snapshot from every live row of a table snapshot", run: runBuild})
+}
+
+func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
+	tableName := fs.String("table", "", "source table `NS.TABLE`")
+	indexName := fs.String("index", "", "index `name`")
+	snapshotID := fs.Int64("snapshot", 0, "source table snapshot `id` (default: current)")
+	if err := fs.Parse(args); err != nil {
+		return exitError, err
+	}
+	if err := requireFlags(fs, "table", "index"); err != nil {
+		return exitError, err
+	}
+	e, err := openEnv(ctx, g)
+	if err != nil {
+		return exitError, err
+	}
+	defer e.Close()
+	tbl, id, err := e.loadTable(ctx, *tableName)
+	if err != nil {
+		return exitError, err
+	}
+	snap, err := sourceSnapshot(tbl, *snapshotID)
+	if err != nil {
+		return exitError, err
+	}
+	md, _, err := e.indexes.Load(ctx, id, *indexName)
+	if err != nil {
+		return exitError, err
+	}
+	start := time.Now()
+	progress := newProgressLine(g.stderr, e.cfg.Build.Progress)
+	defer progress.finish()
+	res, err := compactor.FullBuild(ctx, tbl, snap, md, objstore.Join(md.Location, "data"), compactor.BuildOptions{
+		RangeWriterOptions: compactor.RangeWriterOptions{
+			TargetFileSize: int64(e.cfg.Build.TargetFileSize),
+			RowGroupRows:   e.cfg.Build.RowGroupRows,
+			IOProperties:   e.props,
+		},
+		MemoryBudget: int64(e.cfg.Build.MemoryBudget),
+		SpillDir:     e.cfg.Build.SpillDir,
+		Logger:       e.log,
+		Progress:     progress.build,
+	})
+	if err != nil {
+		return exitError, fmt.Errorf("build index %s: %w", *indexName, err)
+	}
+	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, snap))
+	if err != nil {
+		return exitError, err
+	}
+	sourceID := snap.SnapshotID
+	s, metaLoc, err := flush.Publish(ctx, e.indexes, flush.Publication{
+		Table: id, Index: *indexName, IndexUUID: md.IndexUUID, Schema: is,
+		Entries: res.Entries, SourceSnapshotID: sourceID,
+	}, flush.Options{IOProperties: e.props, Logger: e.log})
+	if err != nil {
+		compactor.RemoveFiles(ctx, e.props, e.log, res.Entries)
+		return exitError, err
+	}
+	el := time.Since(start)
+	fmt.Fprintf(stdout, "built index %s on %s: snapshot %d for source snapshot %d\n", *indexName, *tableName, s.SnapshotID, sourceID)
+	fmt.Fprintf(stdout, "%d entries in %d range files (%s) in %s (%.0f rows/s)\nmetadata: %s\n",
+		res.Rows, len(res.Entries), humanBytes(res.Bytes), el.Round(time.Millisecond), float64(res.Rows)/el.Seconds(), metaLoc)
+	return exitOK, nil
+}
+
+// sourceSnapshot returns the table snapshot with the given id, or the
+// current one for 0.
+func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
+	if id == 0 {
+		if s := tbl.CurrentSnapshot(); s != nil {
+			return s, nil
+		}
+		return nil, fmt.Errorf("table %s has no snapshot to index yet", tbl.Identifier())
+	}
+	s := tbl.SnapshotByID(id)
+	if s == nil {
+		return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
+	}
+	return s, nil
+}

@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/catalog/rest"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+	_ "github.com/lib/pq" // the postgres database/sql driver
+
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/config"
+)
+
+// globals are the flags every command takes.
+type globals struct {
+	configPath  string
+	catalogURI  string
+	catalogName string
+	warehouse   string
+	logLevel    string
+	stderr      io.Writer
+}
+
+func (g *globals) register(fs *flag.FlagSet) {
+	fs.StringVar(&g.configPath, "config", "", "YAML config `file` (see configs/streamidx.example.yaml)")
+	fs.StringVar(&g.catalogURI, "catalog-uri", "", "Iceberg catalog `URI`: sqlite:///abs/path.db, postgres://..., http(s):// (REST)")
+	fs.StringVar(&g.catalogName, "catalog-name", "", "catalog `name` inside a shared SQL catalog database (default \"default\")")
+	fs.StringVar(&g.warehouse, "warehouse", "", "warehouse `URI` for new tables (default ./streamidx-data/warehouse)")
+	fs.StringVar(&g.logLevel, "log-level", "", "log `level`: debug, info, warn, error (default info)")
+}
+
+// config loads the file and the environment, then applies the flags.
+func (g *globals) config() (config.Config, error) {
+	c, err := config.Load(g.configPath)
+	if err != nil {
+		return c, err
+	}
+	for key, v := range map[string]string{
+		"catalog.uri": g.catalogURI, "catalog.name": g.catalogName,
+		"catalog.warehouse": g.warehouse, "log.level": g.logLevel,
+	} {
+		if v != "" {
+			if err := c.Set(key, v); err != nil {
+				return c, err
+			}
+		}
+	}
+	if err := c.EnsureDefaults(); err != nil {
+		return c, err
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return c, nil
+}
+
+// env is what a command works with: the configuration, a logger, the Iceberg
+// catalog and the index catalog.
+type env struct {
+	cfg     config.Config
+	log     *slog.Logger
+	db      *sql.DB // the SQL catalog database, when there is one
+	cat     catalog.Catalog
+	indexes indexcatalog.Catalog
+	props   iceberg.Properties // catalog and IO properties
+}
+
+func openEnv(ctx context.Context, g *globals) (*env, error) {
+	cfg, err := g.config()
+	if err != nil {
+		return nil, err
+	}
+	e := &env{cfg: cfg, log: newLogger(cfg.Log, g.stderr), props: iceberg.Properties{}}
+	for k, v := range cfg.Catalog.Properties {
+		e.props[k] = v
+	}
+	e.props["warehouse"] = cfg.Catalog.Warehouse
+	if err := e.openCatalog(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	if err := e.openIndexCatalog(ctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func (e *env) openCatalog(ctx context.Context) error {
+	c := e.cfg.Catalog
+	switch e.cfg.CatalogKind() {
+	case "sqlite":
+		path, err := e.cfg.SQLitePath()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fmt.Errorf("create catalog directory: %w", err)
+		}
+		if err := ensureLocalWarehouse(c.Warehouse); err != nil {
+			return err
+		}
+		db, err := indexcatalog.OpenSQLite(path)
+		if err != nil {
+			return err
+		}
+		e.db = db
+		return e.openSQLCatalog(sqlcat.SQLite)
+	case "postgres":
+		db, err := sql.Open("postgres", c.URI)
+		if err != nil {
+			return fmt.Errorf("open postgres catalog: %w", err)
+		}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return fmt.Errorf("open postgres catalog: %w", err)
+		}
+		e.db = db
+		return e.openSQLCatalog(sqlcat.Postgres)
+	case "rest":
+		opts := []rest.Option{rest.WithWarehouseLocation(c.Warehouse), rest.WithAdditionalProps(e.props)}
+		cat, err := rest.NewCatalog(ctx, c.Name, c.URI, opts...)
+		if err != nil {
+			return fmt.Errorf("open REST catalog %s: %w", c.URI, err)
+		}
+		e.cat = cat
+		return nil
+	}
+	return fmt.Errorf("catalog uri %q: unsupported scheme", c.URI)
+}
+
+func (e *env) openSQLCatalog(dialect sqlcat.SupportedDialect) error {
+	props := iceberg.Properties{"init_catalog_tables": "true"}
+	for k, v := range e.props {
+		props[k] = v
+	}
+	cat, err := sqlcat.NewCatalog(e.cfg.Catalog.Name, e.db, dialect, props)
+	if err != nil {
+		return fmt.Errorf("open SQL catalog %s: %w", e.cfg.Catalog.URI, err)
+	}
+	e.cat = cat
+	return nil
+}
+
+// ensureLocalWarehouse creates a file:// warehouse directory so the embedded
+// default works on a fresh machine.
+func ensureLocalWarehouse(warehouse string) error {
+	u, err := url.Parse(warehouse)
+	if err != nil || (u.Scheme != "file" && u.Scheme != "") {
+		return nil
+	}
+	if err := os.MkdirAll(u.Path, 0o755); err != nil {
+		return fmt.Errorf("create warehouse %s: %w", warehouse, err)
+	}
+	return nil
+}
+
+func (e *env) openIndexCatalog(ctx context.Context) error {
+	opts := []indexcatalog.Option{indexcatalog.WithIOProperties(e.props), indexcatalog.WithLogger(e.log)}
+	switch e.cfg.Catalog.IndexCatalog {
+	case "sql":
+		dialect := indexcatalog.DialectSQLite
+		if e.cfg.CatalogKind() == "postgres" {
+			dialect = indexcatalog.DialectPostgres
+		}
+		c, err := indexcatalog.NewSQL(ctx, e.db, dialect, e.cfg.Catalog.Name, opts...)
+		if err != nil {
+			return err
+		}
+		e.indexes = c
+	case "fs":
+		c, err := indexcatalog.NewFS(e.cfg.Catalog.Warehouse, opts...)
+		if err != nil {
+			return err
+		}
+		e.indexes = c
+	}
+	return nil
+}
+
+// Close releases the catalogs and the database.
+func (e *env) Close() {
+	if e.indexes != nil {
+		_ = e.indexes.Close()
+	}
+	if e.db != nil {
+		_ = e.db.Close()
+	}
+}
+
+// parseTable splits NS.TABLE (namespaces may have several levels:
+// a.b.table) into an Iceberg identifier.
+func parseTable(s string) (table.Identifier, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("table %q: want NAMESPACE.TABLE", s)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("table %q: empty name part", s)
+		}
+	}
+	return parts, nil
+}
+
+func (e *env) loadTable(ctx context.Context, name string) (*table.Table, table.Identifier, error) {
+	id, err := parseTable(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	tbl, err := e.cat.LoadTable(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	return tbl, id, nil
+}
+
+// requireFlags reports the missing required flags of a command.
+func requireFlags(fs *flag.FlagSet, names ...string) error {
+	var missing []string
+	for _, n := range names {
+		f := fs.Lookup(n)
+		if f == nil || f.Value.String() == "" {
+			missing = append(missing, "--"+n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// indexLocation is where a new index of tbl keeps its files: beside the
+// table's data for the SQL index catalog, where the FS catalog says for it.
+func (e *env) indexLocation(tbl *table.Table, id table.Identifier, name string) (string, error) {
+	if fsc, ok := e.indexes.(*indexcatalog.FSCatalog); ok {
+		return fsc.IndexLocation(id, name)
+	}
+	return strings.TrimRight(tbl.Location(), "/") + "/indexes/" + name, nil
+}

@@ -1,0 +1,90 @@
+// Command streamidx keeps SCALAR indexes on Apache Iceberg tables fresh and
+// uses them. Each subcommand lives in its own file with its own flags; every
+// subcommand also takes the global flags (--config, --catalog-uri,
+// --catalog-name, --warehouse, --log-level).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	// run parses args with fs (already holding the global flags) and runs.
+	// It returns the process exit code and an error to print.
+	run func(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error)
+}
+
+var commands = map[string]command{}
+
+func register(c command) { commands[c.name] = c }
+
+// Exit codes. verify uses exitDifferent when an index is not exact.
+const (
+	exitOK        = 0
+	exitDifferent = 1
+	exitError     = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return exitError
+		}
+		return exitOK
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "streamidx: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitError
+	}
+	fs := flag.NewFlagSet("streamidx "+c.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	g := &globals{stderr: stderr}
+	g.register(fs)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	code, err := c.run(ctx, g, fs, args[1:], stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "streamidx %s: %v\n", c.name, err)
+		if code == exitOK {
+			code = exitError
+		}
+	}
+	return code
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: streamidx <command> [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nglobal flags (every command): --config FILE, --catalog-uri URI, --catalog-name NAME,")
+	fmt.Fprintln(w, "  --warehouse URI, --log-level LEVEL. With nothing given, everything lives in ./streamidx-data/.")
+	fmt.Fprintln(w, "Run 'streamidx <command> -h' for a command's flags.")
+}

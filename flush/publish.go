@@ -1,0 +1,159 @@
+//go:build wip_tracking
+
+package flush
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/objstore"
+)
+
+// ErrIndexReplaced is returned when the index was dropped and created anew
+// while a snapshot for the old one was being published: its files belong to
+// a definition that no longer exists. It is a halt error.
+var ErrIndexReplaced = errors.New("index was replaced during the update")
+
+// Snapshot properties streamidx writes.
+const (
+	// PropRangeFiles, PropRecords and PropBytes summarise the snapshot.
+	PropRangeFiles = "streamidx.range-files"
+	PropRecords    = "streamidx.records"
+	PropBytes      = "streamidx.range-bytes"
+)
+
+// Publication is one index snapshot to publish.
+type Publication struct {
+	Table []string
+	Index string
+	// IndexUUID is the index the files were written for; the commit is
+	// refused if the catalog's index has another.
+	IndexUUID        string
+	Schema           *format.IndexSchema
+	Entries          []format.TrackingEntry // range files in cluster order
+	SourceSnapshotID int64
+	// Properties are added to the index snapshot's properties, e.g. the
+	// Kafka offsets it covers.
+	Properties map[string]string
+}
+
+// Options tune publishing.
+type Options struct {
+	// IOProperties are passed to iceberg-go's IO. Default: none.
+	IOProperties map[string]string
+	// MaxAttempts bounds the compare-and-swap retries. Default: 20.
+	MaxAttempts int
+	// Logger. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+}
+
+func (o *Options) ensureDefaults() {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// Publish writes the tracking file of p's range files, then commits a new
+// index snapshot that references it with a compare-and-swap in the catalog,
+// retrying on top of concurrent winners. Range files must already be
+// durable. When the commit fails the tracking file is removed and the
+// previous index snapshot stays current.
+func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts Options) (*format.Snapshot, string, error) {
+	opts.ensureDefaults()
+	md, _, err := cat.Load(ctx, p.Table, p.Index)
+	if err != nil {
+		return nil, "", err
+	}
+	if md.IndexUUID != p.IndexUUID {
+		return nil, "", fmt.Errorf("publish index %s: %w", p.Index, ErrIndexReplaced)
+	}
+	snapID := newSnapshotID(md)
+	trackingLoc := objstore.Join(md.Location, "metadata", fmt.Sprintf("snap-%d-%s.avro", snapID, uuid.NewString()))
+	if err := writeTracking(ctx, trackingLoc, p, opts); err != nil {
+		return nil, "", err
+	}
+	var rows, bytes int64
+	for _, e := range p.Entries {
+		rows += e.RecordCount
+		bytes += e.FileSizeInBytes
+	}
+	props := map[string]string{
+		PropRangeFiles: fmt.Sprint(len(p.Entries)),
+		PropRecords:    fmt.Sprint(rows),
+		PropBytes:      fmt.Sprint(bytes),
+	}
+	maps.Copy(props, p.Properties)
+	var snap format.Snapshot
+	committed, loc, err := indexcatalog.CommitWithRetry(ctx, cat, p.Table, p.Index, func(base *format.Metadata) (*format.Metadata, error) {
+		if base.IndexUUID != p.IndexUUID {
+			return nil, ErrIndexReplaced
+		}
+		for base.SnapshotByID(snapID) != nil {
+			snapID = newSnapshotID(base) // the tracking file name keeps the first id; names need only be unique
+		}
+		snap = format.Snapshot{
+			SnapshotID:            snapID,
+			SourceTableSnapshotID: p.SourceSnapshotID,
+			TimestampMs:           opts.Now().UnixMilli(),
+			TrackingFile:          trackingLoc,
+			Properties:            props,
+		}
+		base.Snapshots = append(base.Snapshots, snap)
+		return base, nil
+	}, opts.MaxAttempts)
+	if err != nil {
+		removeQuietly(ctx, opts, trackingLoc)
+		return nil, "", fmt.Errorf("publish index %s: %w", p.Index, err)
+	}
+	opts.Logger.Info("index snapshot published", "index", p.Index, "snapshot", snap.SnapshotID,
+		"source_snapshot", p.SourceSnapshotID, "range_files", len(p.Entries), "records", rows, "metadata", loc)
+	return committed.SnapshotByID(snap.SnapshotID), loc, nil
+}
+
+func writeTracking(ctx context.Context, loc string, p Publication, opts Options) error {
+	w, err := objstore.Create(ctx, opts.IOProperties, loc)
+	if err != nil {
+		return err
+	}
+	if err := format.WriteTrackingFile(w, p.Schema, p.Entries, format.TrackingWriteOptions{IndexUUID: p.IndexUUID}); err != nil {
+		w.Abort()
+		return fmt.Errorf("write tracking file %s: %w", loc, err)
+	}
+	return w.Close()
+}
+
+func removeQuietly(ctx context.Context, opts Options, loc string) {
+	if err := objstore.Remove(ctx, opts.IOProperties, loc); err != nil {
+		opts.Logger.Warn("could not remove unreferenced tracking file", "file", loc, "err", err)
+	}
+}
+
+// newSnapshotID picks a positive random 63-bit id not used by md.
+func newSnapshotID(md *format.Metadata) int64 {
+	for {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := int64(binary.BigEndian.Uint64(b[:]) >> 1)
+		if id != 0 && md.SnapshotByID(id) == nil {
+			return id
+		}
+	}
+}

@@ -1,0 +1,485 @@
+package format
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
+	"github.com/google/uuid"
+)
+
+// RangeFileReadOptions tune reading range files. The zero value selects the
+// defaults.
+type RangeFileReadOptions struct {
+	// BatchRows caps the rows of each batch that Read hands on. Default 64*1024.
+	BatchRows int
+	// Allocator allocates the batches' buffers. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// RangeFileReader reads a range file written by any engine: columns are
+// found by field ID, never by name, and every Arrow layout of an Iceberg type
+// is accepted (large strings, uuid as plain fixed(16)), so files written by
+// other Iceberg writers read as well as streamidx's own. It is not safe for
+// concurrent use.
+type RangeFileReader struct {
+	name   string
+	src    *storageReader
+	pf     *file.Reader
+	fr     *pqarrow.FileReader
+	stored []storedColumn // in StoredSchema order
+	byID   map[int]int    // field ID to position in stored
+}
+
+// storedColumn is where a stored index field lives in the file.
+type storedColumn struct {
+	field    IndexField
+	want     arrow.Field // as ArrowSchema(StoredSchema) has it
+	leaf     int         // Parquet leaf column index
+	fileType arrow.DataType
+}
+
+// OpenRangeFile opens a range file for reading; name is used in errors.
+// Anything malformed, including a stored field that is missing or has
+// another type, is a *CorruptFileError; a failure of r itself is returned
+// as such.
+func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts RangeFileReadOptions) (*RangeFileReader, error) {
+	if opts.BatchRows < 0 {
+		return nil, fmt.Errorf("open range file %s: negative BatchRows %d", name, opts.BatchRows)
+	}
+	if opts.BatchRows == 0 {
+		opts.BatchRows = 64 * 1024
+	}
+	if opts.Allocator == nil {
+		opts.Allocator = memory.DefaultAllocator
+	}
+	stored, err := ArrowSchema(s.StoredSchema())
+	if err != nil {
+		return nil, err
+	}
+	size, err := r.Seek(0, io.SeekEnd)
+	if err != nil {
+		return nil, fmt.Errorf("open range file %s: %w", name, err)
+	}
+	rr := &RangeFileReader{name: name, src: &storageReader{r: r, size: size}, byID: map[int]int{}}
+	err = rr.guard(func() error {
+		var err error
+		rr.pf, err = file.NewParquetReader(rr.src, file.WithReadProps(parquet.NewReaderProperties(opts.Allocator)))
+		if err != nil {
+			return err
+		}
+		rr.fr, err = pqarrow.NewFileReader(rr.pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, opts.Allocator)
+		return err
+	})
+	if err != nil {
+		if rr.pf != nil {
+			rr.pf.Close()
+		}
+		return nil, rr.failure("open", err)
+	}
+	if err := rr.matchColumns(s, stored); err != nil {
+		rr.pf.Close()
+		return nil, &CorruptFileError{Path: name, Err: err}
+	}
+	return rr, nil
+}
+
+// matchColumns finds the file's column for every stored field by field ID
+// and checks its type.
+func (r *RangeFileReader) matchColumns(s *IndexSchema, stored *arrow.Schema) error {
+	root := r.pf.MetaData().Schema.Root()
+	manifest := r.fr.Manifest
+	if len(manifest.Fields) != root.NumFields() {
+		return fmt.Errorf("schema has %d top-level fields, Arrow manifest %d", root.NumFields(), len(manifest.Fields))
+	}
+	top := map[int]int{}
+	for j := range root.NumFields() {
+		id := int(root.Field(j).FieldID())
+		if _, isIndexField := s.Field(id); !isIndexField {
+			continue // a column the index does not define: ignored, as Iceberg readers do
+		}
+		if _, dup := top[id]; dup {
+			return fmt.Errorf("two columns have field ID %d", id)
+		}
+		top[id] = j
+	}
+	for _, want := range stored.Fields() {
+		id, _ := arrowFieldID(want)
+		f, _ := s.Field(id)
+		j, ok := top[id]
+		if !ok {
+			return fmt.Errorf("no column has field ID %d (%s %s)", id, f.Name, f.Type)
+		}
+		sf := manifest.Fields[j]
+		if !sf.IsLeaf() || !readableAs(sf.Field.Type, want.Type) {
+			return fmt.Errorf("column %q (field ID %d) is %s, want %s", root.Field(j).Name(), id, sf.Field.Type, f.Type)
+		}
+		r.byID[id] = len(r.stored)
+		r.stored = append(r.stored, storedColumn{field: f, want: want, leaf: sf.ColIndex, fileType: sf.Field.Type})
+	}
+	return nil
+}
+
+// readableAs reports whether a column that Parquet decodes to Arrow type got
+// holds values of the Iceberg type whose Arrow type is want.
+func readableAs(got, want arrow.DataType) bool {
+	if arrow.TypeEqual(got, want) {
+		return true
+	}
+	switch want.ID() {
+	case arrow.STRING:
+		return got.ID() == arrow.LARGE_STRING || got.ID() == arrow.STRING_VIEW
+	case arrow.BINARY:
+		return got.ID() == arrow.LARGE_BINARY || got.ID() == arrow.BINARY_VIEW
+	case arrow.EXTENSION:
+		ext, ok := want.(arrow.ExtensionType)
+		return ok && arrow.TypeEqual(got, ext.StorageType())
+	}
+	return false
+}
+
+// NumRows returns the number of entries in the file.
+func (r *RangeFileReader) NumRows() int64 { return r.pf.NumRows() }
+
+// NumRowGroups returns the number of row groups, the unit of skipping.
+func (r *RangeFileReader) NumRowGroups() int { return r.pf.NumRowGroups() }
+
+// RowGroupStats returns the rows of row group i (which must be in [0,
+// NumRowGroups())) and the statistics of its stored fields, by field ID,
+// taken from the Parquet column chunk statistics and converted to canonical
+// values so that callers can skip row groups a lookup cannot match. Metrics
+// the file does not record are nil; the bounds may be looser than the values
+// (Parquet widens 0.0 to -0.0 and back), never tighter.
+func (r *RangeFileReader) RowGroupStats(i int) (rows int64, stats map[int]*FieldStats) {
+	rg := r.pf.MetaData().RowGroup(i)
+	stats = make(map[int]*FieldStats, len(r.stored))
+	for _, c := range r.stored {
+		cc, err := rg.ColumnChunk(c.leaf)
+		if err != nil {
+			continue
+		}
+		stats[c.field.ID] = chunkStats(c.field.Type, cc)
+	}
+	return rg.NumRows(), stats
+}
+
+func chunkStats(t iceberg.Type, cc *metadata.ColumnChunkMetaData) *FieldStats {
+	values := cc.NumValues()
+	st := &FieldStats{ValueCount: &values}
+	if set, err := cc.StatsSet(); err != nil || !set {
+		return st
+	}
+	ts, err := cc.Statistics()
+	if err != nil || ts == nil {
+		return st
+	}
+	if ts.HasNullCount() {
+		nulls := ts.NullCount()
+		st.NullValueCount = &nulls
+	}
+	if !ts.HasMinMax() {
+		return st
+	}
+	lo, hi := statsValue(t, ts, false), statsValue(t, ts, true)
+	if lo != nil && hi != nil && CheckValue(t, lo) == nil && CheckValue(t, hi) == nil {
+		st.LowerBound, st.UpperBound = lo, hi
+	}
+	return st
+}
+
+// statsValue converts the min (or max) of Parquet statistics to the
+// canonical value of t, or nil when it has no usable value.
+func statsValue(t iceberg.Type, ts metadata.TypedStatistics, isMax bool) any {
+	pick := func(lo, hi any) any {
+		if isMax {
+			return hi
+		}
+		return lo
+	}
+	_, isDecimal := t.(iceberg.DecimalType)
+	switch s := ts.(type) {
+	case *metadata.BooleanStatistics:
+		return pick(s.Min(), s.Max())
+	case *metadata.Int32Statistics:
+		v := pick(s.Min(), s.Max()).(int32)
+		if isDecimal {
+			return decimal128.FromI64(int64(v))
+		}
+		return v
+	case *metadata.Int64Statistics:
+		v := pick(s.Min(), s.Max()).(int64)
+		if isDecimal {
+			return decimal128.FromI64(v)
+		}
+		return v
+	case *metadata.Float32Statistics:
+		if v := pick(s.Min(), s.Max()).(float32); !math.IsNaN(float64(v)) {
+			return v
+		}
+	case *metadata.Float64Statistics:
+		if v := pick(s.Min(), s.Max()).(float64); !math.IsNaN(v) {
+			return v
+		}
+	case *metadata.ByteArrayStatistics:
+		return bytesStatsValue(t, pick([]byte(s.Min()), []byte(s.Max())).([]byte))
+	case *metadata.FixedLenByteArrayStatistics:
+		return bytesStatsValue(t, pick([]byte(s.Min()), []byte(s.Max())).([]byte))
+	}
+	return nil
+}
+
+func bytesStatsValue(t iceberg.Type, b []byte) any {
+	switch t.(type) {
+	case iceberg.StringType:
+		return string(b)
+	case iceberg.UUIDType:
+		if len(b) == 16 {
+			return uuid.UUID(b)
+		}
+	case iceberg.DecimalType:
+		if n, ok := decimalFromBigEndian(b); ok {
+			return n
+		}
+	case iceberg.FixedType, iceberg.BinaryType:
+		return clone(b)
+	}
+	return nil
+}
+
+// decimalFromBigEndian decodes Parquet's big-endian two's complement
+// unscaled decimal of up to 16 bytes.
+func decimalFromBigEndian(b []byte) (decimal128.Num, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return decimal128.Num{}, false
+	}
+	var buf [16]byte
+	if b[0]&0x80 != 0 {
+		for i := range buf {
+			buf[i] = 0xff
+		}
+	}
+	copy(buf[16-len(b):], b)
+	return decimal128.New(int64(binary.BigEndian.Uint64(buf[:8])), binary.BigEndian.Uint64(buf[8:])), true
+}
+
+// Read calls fn with the entries of the given row groups (nil: all) in file
+// order, in batches whose columns are the given stored fields (nil: all, in
+// StoredSchema order), named and typed as ArrowSchema(StoredSchema) has them,
+// field ID metadata included. A batch is released when fn returns; fn
+// retains it to keep it. An error from fn stops the read and is returned.
+func (r *RangeFileReader) Read(ctx context.Context, fieldIDs []int, rowGroups []int, fn func(arrow.RecordBatch) error) error {
+	cols, err := r.projection(fieldIDs)
+	if err != nil {
+		return err
+	}
+	for _, g := range rowGroups {
+		if g < 0 || g >= r.NumRowGroups() {
+			return fmt.Errorf("read range file %s: no row group %d of %d", r.name, g, r.NumRowGroups())
+		}
+	}
+	if rowGroups != nil && len(rowGroups) == 0 {
+		return nil
+	}
+	fields := make([]arrow.Field, len(cols))
+	leaves := make([]int, len(cols))
+	for i, c := range cols {
+		fields[i] = c.want
+		leaves[i] = c.leaf
+	}
+	out := arrow.NewSchema(fields, nil)
+
+	var rdr pqarrow.RecordReader
+	if err := r.guard(func() error {
+		var err error
+		rdr, err = r.fr.GetRecordReader(ctx, leaves, rowGroups)
+		return err
+	}); err != nil {
+		return r.failure("read", err)
+	}
+	defer rdr.Release()
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var next bool
+		if err := r.guard(func() error {
+			next = rdr.Next()
+			return rdr.Err()
+		}); err != nil {
+			if ctxErr := ctx.Err(); ctxErr != nil {
+				return ctxErr
+			}
+			return r.failure("read", err)
+		}
+		if !next {
+			return nil
+		}
+		batch, err := r.convert(ctx, rdr.RecordBatch(), out, cols)
+		if err != nil {
+			return err
+		}
+		err = fn(batch)
+		batch.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (r *RangeFileReader) projection(fieldIDs []int) ([]storedColumn, error) {
+	if fieldIDs == nil {
+		return r.stored, nil
+	}
+	cols := make([]storedColumn, len(fieldIDs))
+	seen := map[int]bool{}
+	for i, id := range fieldIDs {
+		pos, ok := r.byID[id]
+		if !ok {
+			return nil, fmt.Errorf("read range file %s: field %d is not stored in range files", r.name, id)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("read range file %s: field %d requested twice", r.name, id)
+		}
+		seen[id] = true
+		cols[i] = r.stored[pos]
+	}
+	return cols, nil
+}
+
+// convert rearranges a batch from the Parquet reader, whose columns come in
+// file order with the file's names and Arrow layouts, into the projected
+// columns of the stored schema.
+func (r *RangeFileReader) convert(ctx context.Context, rec arrow.RecordBatch, out *arrow.Schema, cols []storedColumn) (arrow.RecordBatch, error) {
+	byID := make(map[int]arrow.Array, rec.NumCols())
+	for i, f := range rec.Schema().Fields() {
+		id, _ := arrowFieldID(f)
+		byID[id] = rec.Column(i)
+	}
+	arrs := make([]arrow.Array, len(cols))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, c := range cols {
+		got, ok := byID[c.field.ID]
+		if !ok {
+			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
+		}
+		a, err := convertArray(ctx, got, c.want.Type)
+		if err != nil {
+			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("column for field %d: %w", c.field.ID, err)}
+		}
+		arrs[i] = a
+	}
+	return array.NewRecordBatch(out, arrs, rec.NumRows()), nil
+}
+
+// convertArray returns arr in Arrow type want (retained: the caller
+// releases it).
+func convertArray(ctx context.Context, arr arrow.Array, want arrow.DataType) (arrow.Array, error) {
+	if arrow.TypeEqual(arr.DataType(), want) {
+		arr.Retain()
+		return arr, nil
+	}
+	if ext, ok := want.(arrow.ExtensionType); ok {
+		return array.NewExtensionArrayWithStorage(ext, arr), nil
+	}
+	return compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
+}
+
+// Close releases the file. It does not close the reader given to
+// OpenRangeFile.
+func (r *RangeFileReader) Close() error {
+	if err := r.pf.Close(); err != nil {
+		return fmt.Errorf("close range file %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// guard runs a step of the Parquet decoder, turning a panic on malformed
+// input into an error: a bad file must not stop the process.
+func (r *RangeFileReader) guard(step func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("decode: %v", p)
+		}
+	}()
+	return step()
+}
+
+// failure classifies an error of the Parquet decoder: a failure of the
+// underlying reader is returned as it is (it may be retried), anything else
+// means the bytes are malformed.
+func (r *RangeFileReader) failure(op string, err error) error {
+	if ioErr := r.src.failure(); ioErr != nil {
+		return fmt.Errorf("%s range file %s: %w", op, r.name, ioErr)
+	}
+	return &CorruptFileError{Path: r.name, Err: err}
+}
+
+// storageReader remembers the first failure of the reader under a range
+// file, which tells storage trouble from malformed bytes. Reads outside the
+// file, which only a corrupt footer asks for, never reach the storage: they
+// fail as io.EOF does on a truncated file.
+type storageReader struct {
+	r    parquet.ReaderAtSeeker
+	size int64
+	mu   sync.Mutex
+	err  error
+}
+
+func (s *storageReader) ReadAt(p []byte, off int64) (int, error) {
+	if off < 0 || off > s.size {
+		return 0, fmt.Errorf("read at offset %d of a %d-byte file: %w", off, s.size, io.EOF)
+	}
+	short := false
+	if int64(len(p)) > s.size-off {
+		p, short = p[:s.size-off], true
+	}
+	n, err := s.r.ReadAt(p, off)
+	s.note(err)
+	if err == nil && short {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (s *storageReader) Seek(offset int64, whence int) (int64, error) {
+	n, err := s.r.Seek(offset, whence)
+	s.note(err)
+	return n, err
+}
+
+func (s *storageReader) note(err error) {
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *storageReader) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}

@@ -1,0 +1,156 @@
+package indexcatalog
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+func TestPrepareCommit(t *testing.T) {
+	now := time.UnixMilli(1764400009999)
+	base := &format.Metadata{IndexUUID: "u", LastUpdatedMs: 1764400000000}
+	entry := func(f string) format.MetadataLogEntry {
+		return format.MetadataLogEntry{MetadataFile: f, TimestampMs: 1}
+	}
+	for _, tc := range []struct {
+		name        string
+		log         []format.MetadataLogEntry
+		props       map[string]string
+		wantLog     []string
+		wantTrimmed []string
+		wantErr     bool
+	}{
+		{name: "first commit", wantLog: []string{"b"}},
+		{name: "default keeps 100", log: []format.MetadataLogEntry{entry("x")}, wantLog: []string{"x", "b"}},
+		{name: "trims oldest", log: []format.MetadataLogEntry{entry("x"), entry("y")},
+			props: map[string]string{format.PropPreviousVersionsMax: "2"}, wantLog: []string{"y", "b"}, wantTrimmed: []string{"x"}},
+		{name: "limit below one keeps one", log: []format.MetadataLogEntry{entry("x")},
+			props: map[string]string{format.PropPreviousVersionsMax: "0"}, wantLog: []string{"b"}, wantTrimmed: []string{"x"}},
+		{name: "base already logged", log: []format.MetadataLogEntry{entry("x"), entry("b")}, wantLog: []string{"x", "b"}},
+		{name: "file still logged is not trimmed", log: []format.MetadataLogEntry{entry("x"), entry("y"), entry("x")},
+			props: map[string]string{format.PropPreviousVersionsMax: "2"}, wantLog: []string{"x", "b"}, wantTrimmed: []string{"y"}},
+		{name: "bad limit", props: map[string]string{format.PropPreviousVersionsMax: "many"}, wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			md := newIndex("/w/i")
+			md.IndexUUID = "u"
+			md.MetadataLog = tc.log
+			md.Properties = tc.props
+			before := slices.Clone(md.MetadataLog)
+			p, err := prepareCommit(md, "b", base, now)
+			if tc.wantErr {
+				if err == nil {
+					t.Error("no error")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, e := range p.md.MetadataLog {
+				got = append(got, e.MetadataFile)
+			}
+			if !slices.Equal(got, tc.wantLog) || !slices.Equal(p.trimmed, tc.wantTrimmed) {
+				t.Errorf("log %q trimmed %q, want %q and %q", got, p.trimmed, tc.wantLog, tc.wantTrimmed)
+			}
+			if last := p.md.MetadataLog[len(p.md.MetadataLog)-1]; len(tc.log) == 0 && last.TimestampMs != base.LastUpdatedMs {
+				t.Errorf("base logged at %d, want its last-updated-ms %d", last.TimestampMs, base.LastUpdatedMs)
+			}
+			if p.md.LastUpdatedMs != now.UnixMilli() {
+				t.Errorf("last-updated-ms %d, want %d", p.md.LastUpdatedMs, now.UnixMilli())
+			}
+			if !slices.Equal(md.MetadataLog, before) {
+				t.Error("prepareCommit changed the caller's metadata")
+			}
+			parsed, err := format.ParseMetadata(p.data)
+			if err != nil || len(parsed.MetadataLog) != len(tc.wantLog) || parsed.LastUpdatedMs != now.UnixMilli() {
+				t.Errorf("written file does not hold the prepared metadata: %+v %v", parsed, err)
+			}
+		})
+	}
+	other := newIndex("/w/i")
+	if _, err := prepareCommit(other, "b", base, now); err == nil {
+		t.Error("metadata of another index-uuid accepted")
+	}
+}
+
+func TestNewIdent(t *testing.T) {
+	for _, tc := range []struct {
+		table []string
+		index string
+		ok    bool
+	}{
+		{[]string{"sales", "orders"}, "by_customer", true},
+		{[]string{"a", "b.c", "t"}, "x y", true},
+		{[]string{"orders"}, "idx", false},
+		{nil, "idx", false},
+		{[]string{"", "orders"}, "idx", false},
+		{[]string{"sales", "a/b"}, "idx", false},
+		{[]string{"sales", ".."}, "idx", false},
+		{[]string{"sales", "orders"}, "", false},
+		{[]string{"sales", "orders"}, `a\b`, false},
+		{[]string{"sales", "orders"}, ".", false},
+	} {
+		_, err := newIdent(tc.table, tc.index)
+		if (err == nil) != tc.ok {
+			t.Errorf("newIdent(%q, %q): %v, want ok=%t", tc.table, tc.index, err, tc.ok)
+		}
+	}
+}
+
+func TestLoadReportsUnsupportedAndCorruptFiles(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			cat, _, location := b.open(t)
+			vector := &format.Metadata{FormatVersion: 1, IndexUUID: "v", TableUUID: "t",
+				Location: location(orders, "vec"), Type: format.TypeVector}
+			vecLoc, err := cat.Create(ctx, orders, "vec", vector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			md, loc, err := cat.Load(ctx, orders, "vec")
+			if !errors.Is(err, format.ErrUnsupportedIndexType) || md == nil || md.IndexUUID != "v" || loc != vecLoc {
+				t.Errorf("load of a VECTOR index: %v %v %s, want its metadata with ErrUnsupportedIndexType", md, err, loc)
+			}
+
+			loc, err = cat.Create(ctx, orders, "broken", newIndex(location(orders, "broken")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(localPath(loc), []byte(`{"format-version": 1`), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var corrupt *CorruptMetadataError
+			if _, _, err := cat.Load(ctx, orders, "broken"); !errors.As(err, &corrupt) || corrupt.Location != loc {
+				t.Errorf("load of a truncated file: %v, want a CorruptMetadataError naming %s", err, loc)
+			}
+		})
+	}
+}
+
+func TestClosedCatalog(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			cat, _, location := b.open(t)
+			for range 2 {
+				if err := cat.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := cat.Create(ctx, orders, "idx", newIndex(location(orders, "idx"))); !errors.Is(err, ErrClosed) {
+				t.Errorf("create after close: %v", err)
+			}
+			if _, err := cat.List(ctx, orders); !errors.Is(err, ErrClosed) {
+				t.Errorf("list after close: %v", err)
+			}
+		})
+	}
+}

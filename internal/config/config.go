@@ -1,0 +1,334 @@
+// Package config is streamidx's configuration: one YAML file whose every key
+// has a documented default (configs/streamidx.example.yaml), overridden by
+// STREAMIDX_* environment variables and then by command-line flags. The same
+// structs validate and print themselves.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultDataDir is where the embedded default keeps everything when nothing
+// is configured: the SQLite catalog and the warehouse.
+const DefaultDataDir = "streamidx-data"
+
+// Config is the whole configuration.
+type Config struct {
+	Catalog CatalogConfig `yaml:"catalog"`
+	Build   BuildConfig   `yaml:"build"`
+	Log     LogConfig     `yaml:"log"`
+}
+
+// CatalogConfig says where tables and indexes live.
+type CatalogConfig struct {
+	// URI of the Iceberg catalog: sqlite:///abs/path.db, postgres://..., or
+	// http(s):// for a REST catalog. Default: sqlite:///<cwd>/streamidx-data/catalog.db.
+	URI string `yaml:"uri"`
+	// Name of the catalog inside a shared SQL catalog database, so tables
+	// written by other tools under that name are seen. Default: default.
+	Name string `yaml:"name"`
+	// Warehouse is the root location of new tables. Default:
+	// file:///<cwd>/streamidx-data/warehouse.
+	Warehouse string `yaml:"warehouse"`
+	// IndexCatalog is where index pointers live: "sql" (a table in the SQL
+	// catalog database) or "fs" (conditional create of metadata files beside
+	// each index). Default: sql for SQL catalogs, fs otherwise.
+	IndexCatalog string `yaml:"index-catalog"`
+	// Properties are passed to iceberg-go's catalog and file IO, e.g.
+	// s3.endpoint, s3.region, s3.path-style-access. Default: none.
+	Properties map[string]string `yaml:"properties"`
+}
+
+// BuildConfig tunes full builds and range-file writing.
+type BuildConfig struct {
+	// MemoryBudget bounds the entries a build sorts in memory before it
+	// spills to disk. Default: 512MiB.
+	MemoryBudget ByteSize `yaml:"memory-budget"`
+	// TargetFileSize is the size at which a range file is closed, at the
+	// next change of clustering key. Default: 128MiB.
+	TargetFileSize ByteSize `yaml:"target-file-size"`
+	// RowGroupRows caps the rows of one Parquet row group. Default: 131072.
+	RowGroupRows int `yaml:"row-group-rows"`
+	// SpillDir holds sorted runs during a build. Default: the OS temp dir.
+	SpillDir string `yaml:"spill-dir"`
+	// Progress shows a progress line on stderr: auto (when it is a
+	// terminal), always or never. Default: auto.
+	Progress string `yaml:"progress"`
+}
+
+// LogConfig sets up log/slog.
+type LogConfig struct {
+	// Level is debug, info, warn or error. Default: info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default: text.
+	Format string `yaml:"format"`
+}
+
+// Default returns the configuration used when nothing is given: the
+// embedded default under ./streamidx-data/.
+func Default() Config {
+	return Config{
+		Catalog: CatalogConfig{Name: "default"},
+		Build: BuildConfig{
+			MemoryBudget:   512 << 20,
+			TargetFileSize: 128 << 20,
+			RowGroupRows:   128 * 1024,
+			Progress:       "auto",
+		},
+		Log: LogConfig{Level: "info", Format: "text"},
+	}
+}
+
+// Load reads a YAML file (when path is not empty) over the defaults, then
+// applies the environment. Unknown keys are an error, so a typo does not
+// silently fall back to a default.
+func Load(path string) (Config, error) {
+	c := Default()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return c, fmt.Errorf("read config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file means all defaults
+			return c, fmt.Errorf("parse config %s: %w", path, err)
+		}
+	}
+	if err := c.applyEnv(os.LookupEnv); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Env lists the environment variables that override config keys.
+var Env = map[string]string{
+	"STREAMIDX_CATALOG_URI":            "catalog.uri",
+	"STREAMIDX_CATALOG_NAME":           "catalog.name",
+	"STREAMIDX_WAREHOUSE":              "catalog.warehouse",
+	"STREAMIDX_INDEX_CATALOG":          "catalog.index-catalog",
+	"STREAMIDX_BUILD_MEMORY_BUDGET":    "build.memory-budget",
+	"STREAMIDX_BUILD_TARGET_FILE_SIZE": "build.target-file-size",
+	"STREAMIDX_LOG_LEVEL":              "log.level",
+	"STREAMIDX_LOG_FORMAT":             "log.format",
+}
+
+func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
+	for env, key := range Env {
+		if v, ok := lookup(env); ok && v != "" {
+			if err := c.Set(key, v); err != nil {
+				return fmt.Errorf("environment %s: %w", env, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Set assigns one key by its YAML path, for environment and flag overrides.
+func (c *Config) Set(key, value string) error {
+	var err error
+	switch key {
+	case "catalog.uri":
+		c.Catalog.URI = value
+	case "catalog.name":
+		c.Catalog.Name = value
+	case "catalog.warehouse":
+		c.Catalog.Warehouse = value
+	case "catalog.index-catalog":
+		c.Catalog.IndexCatalog = value
+	case "build.memory-budget":
+		c.Build.MemoryBudget, err = ParseByteSize(value)
+	case "build.target-file-size":
+		c.Build.TargetFileSize, err = ParseByteSize(value)
+	case "build.row-group-rows":
+		c.Build.RowGroupRows, err = strconv.Atoi(value)
+	case "build.progress":
+		c.Build.Progress = value
+	case "log.level":
+		c.Log.Level = value
+	case "log.format":
+		c.Log.Format = value
+	default:
+		return fmt.Errorf("unknown config key %q", key)
+	}
+	if err != nil {
+		return fmt.Errorf("config key %s: %w", key, err)
+	}
+	return nil
+}
+
+// EnsureDefaults fills what is still empty after file, environment and
+// flags: the embedded default's paths are made absolute against the working
+// directory, so every process that shares them agrees.
+func (c *Config) EnsureDefaults() error {
+	if c.Catalog.URI == "" || c.Catalog.Warehouse == "" {
+		dir, err := filepath.Abs(DefaultDataDir)
+		if err != nil {
+			return fmt.Errorf("resolve %s: %w", DefaultDataDir, err)
+		}
+		if c.Catalog.URI == "" {
+			c.Catalog.URI = "sqlite://" + filepath.ToSlash(filepath.Join(dir, "catalog.db"))
+		}
+		if c.Catalog.Warehouse == "" {
+			c.Catalog.Warehouse = "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse"))
+		}
+	}
+	if c.Catalog.Name == "" {
+		c.Catalog.Name = "default"
+	}
+	if c.Catalog.IndexCatalog == "" {
+		if c.CatalogKind() == "rest" {
+			c.Catalog.IndexCatalog = "fs"
+		} else {
+			c.Catalog.IndexCatalog = "sql"
+		}
+	}
+	return nil
+}
+
+// CatalogKind is sqlite, postgres or rest, from the catalog URI's scheme.
+func (c *Config) CatalogKind() string {
+	switch u := strings.ToLower(c.Catalog.URI); {
+	case strings.HasPrefix(u, "sqlite:"):
+		return "sqlite"
+	case strings.HasPrefix(u, "postgres:"), strings.HasPrefix(u, "postgresql:"):
+		return "postgres"
+	case strings.HasPrefix(u, "http:"), strings.HasPrefix(u, "https:"):
+		return "rest"
+	}
+	return ""
+}
+
+// SQLitePath is the database file of a sqlite:///abs/path.db URI.
+func (c *Config) SQLitePath() (string, error) {
+	u, err := url.Parse(c.Catalog.URI)
+	if err != nil {
+		return "", fmt.Errorf("catalog uri: %w", err)
+	}
+	p := u.Path
+	if u.Host != "" { // sqlite://relative/path.db
+		p = u.Host + u.Path
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("catalog uri %q: sqlite needs an absolute path (sqlite:///abs/path.db)", c.Catalog.URI)
+	}
+	return p, nil
+}
+
+// Validate reports every invalid setting.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.CatalogKind() == "" {
+		errs = append(errs, fmt.Errorf("catalog.uri %q: want sqlite:///abs/path.db, postgres://... or http(s)://...", c.Catalog.URI))
+	}
+	if c.CatalogKind() == "sqlite" {
+		if _, err := c.SQLitePath(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch c.Catalog.IndexCatalog {
+	case "sql", "fs":
+		if c.Catalog.IndexCatalog == "sql" && c.CatalogKind() == "rest" {
+			errs = append(errs, errors.New("catalog.index-catalog sql needs a SQL catalog; use fs with a REST catalog"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("catalog.index-catalog %q: want sql or fs", c.Catalog.IndexCatalog))
+	}
+	if c.Build.MemoryBudget < 16<<20 {
+		errs = append(errs, fmt.Errorf("build.memory-budget %s: want at least 16MiB", c.Build.MemoryBudget))
+	}
+	if c.Build.TargetFileSize < 1 {
+		errs = append(errs, fmt.Errorf("build.target-file-size %s: want a positive size", c.Build.TargetFileSize))
+	}
+	if c.Build.RowGroupRows < 1 {
+		errs = append(errs, fmt.Errorf("build.row-group-rows %d: want a positive number", c.Build.RowGroupRows))
+	}
+	switch c.Build.Progress {
+	case "auto", "always", "never":
+	default:
+		errs = append(errs, fmt.Errorf("build.progress %q: want auto, always or never", c.Build.Progress))
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log.level %q: want debug, info, warn or error", c.Log.Level))
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		errs = append(errs, fmt.Errorf("log.format %q: want text or json", c.Log.Format))
+	}
+	return errors.Join(errs...)
+}
+
+// String prints the effective configuration as YAML.
+func (c Config) String() string {
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
+}
+
+// ByteSize is a size in bytes written as 512MiB, 64KiB, 1GB or a plain number.
+type ByteSize int64
+
+var sizeUnits = []struct {
+	suffix string
+	mult   int64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+}
+
+// ParseByteSize reads a size such as 128MiB.
+func ParseByteSize(s string) (ByteSize, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("size %q: want a number with an optional unit (KiB, MiB, GiB, KB, MB, GB)", s)
+	}
+	return ByteSize(f * float64(mult)), nil
+}
+
+func (b ByteSize) String() string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", b>>10)
+	}
+	return strconv.FormatInt(int64(b), 10)
+}
+
+// UnmarshalYAML accepts a number or a string with a unit.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseByteSize(n.Value)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+// MarshalYAML writes the size with a unit.
+func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }

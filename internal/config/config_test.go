@@ -1,0 +1,86 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestDefaultsAreTheEmbeddedSetup(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	wd, _ := os.Getwd()
+	if want := "sqlite://" + filepath.Join(wd, "streamidx-data", "catalog.db"); c.Catalog.URI != want {
+		t.Errorf("catalog uri %s, want %s", c.Catalog.URI, want)
+	}
+	if !strings.HasSuffix(c.Catalog.Warehouse, "/streamidx-data/warehouse") || c.Catalog.IndexCatalog != "sql" || c.Catalog.Name != "default" {
+		t.Errorf("defaults: %+v", c.Catalog)
+	}
+	if c.Build.MemoryBudget != 512<<20 || c.Build.TargetFileSize != 128<<20 {
+		t.Errorf("build defaults: %+v", c.Build)
+	}
+}
+
+func TestFileThenEnvironment(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte("catalog:\n  uri: sqlite:///tmp/x.db\n  name: prod\nbuild:\n  target-file-size: 4MiB\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STREAMIDX_CATALOG_NAME", "fromenv")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Catalog.URI != "sqlite:///tmp/x.db" || c.Catalog.Name != "fromenv" || c.Build.TargetFileSize != 4<<20 {
+		t.Errorf("got %+v", c)
+	}
+}
+
+func TestUnknownKeyAndBadValuesAreErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	_ = os.WriteFile(path, []byte("catalog:\n  urii: x\n"), 0o644)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "urii") {
+		t.Errorf("typo in key: %v", err)
+	}
+	c := Default()
+	c.Catalog.URI = "mysql://x"
+	c.Catalog.IndexCatalog = "zk"
+	c.Build.Progress = "sometimes"
+	err := c.Validate()
+	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want error about %s, got %v", want, err)
+		}
+	}
+	c = Default()
+	c.Catalog.URI = "https://rest.example/api"
+	if err := c.EnsureDefaults(); err != nil || c.Catalog.IndexCatalog != "fs" {
+		t.Errorf("REST catalog should default to the fs index catalog: %v %q", err, c.Catalog.IndexCatalog)
+	}
+}
+
+func TestByteSize(t *testing.T) {
+	for in, want := range map[string]ByteSize{"512MiB": 512 << 20, "64KiB": 64 << 10, "1GB": 1e9, "100": 100, "1.5MiB": 3 << 19} {
+		got, err := ParseByteSize(in)
+		if err != nil || got != want {
+			t.Errorf("%s: %d %v", in, got, err)
+		}
+	}
+	if _, err := ParseByteSize("lots"); err == nil {
+		t.Error("want an error for a size without a number")
+	}
+	if s := ByteSize(128 << 20).String(); s != "128MiB" {
+		t.Errorf("String: %s", s)
+	}
+}

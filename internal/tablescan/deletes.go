@@ -1,0 +1,396 @@
+package tablescan
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+// DeleteFile is a live delete file of a snapshot with its data sequence
+// number, which decides the data files it applies to.
+type DeleteFile struct {
+	File iceberg.DataFile
+	Seq  int64
+}
+
+// FileDeletes is the delete state that applies to one data file: the rows
+// it removes are the union of Positions and of the rows matching any of
+// Equality. The zero value deletes nothing.
+type FileDeletes struct {
+	// Positions are the deleted row positions, from deletion vectors and
+	// position delete files; nil when there are none.
+	Positions *dv.RoaringPositionBitmap
+	// Equality are the equality delete sets that apply to the file.
+	Equality []*EqualityDeletes
+}
+
+// DeleteIndex says which delete files of a snapshot apply to which data
+// file, by the spec's rules, and loads their content on demand. Loaded
+// content is cached, because one delete file usually applies to many data
+// files. It is safe for concurrent use.
+type DeleteIndex struct {
+	specs map[int]iceberg.PartitionSpec
+
+	dvs        map[string]DeleteFile   // by referenced data file
+	posByFile  map[string][]DeleteFile // position delete files that name their one data file
+	posShared  []DeleteFile            // position delete files for any number of data files
+	eqGlobal   []DeleteFile            // equality deletes of unpartitioned specs, by Seq
+	eqByTuple  map[string][]DeleteFile // equality deletes by spec and partition, by Seq
+	numDeletes int
+
+	mu       sync.Mutex
+	posCache map[string]map[string]*dv.RoaringPositionBitmap // delete file -> data file -> positions
+	eqCache  map[string]*EqualityDeletes                     // delete file -> its tuples
+}
+
+// PlanDeletes reads the delete manifests of snap and indexes its live delete
+// files. A nil snap (a table without snapshots) gives an empty index.
+func PlanDeletes(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (*DeleteIndex, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open table io: %w", err)
+	}
+	var manifests []iceberg.ManifestFile
+	if snap != nil {
+		if manifests, err = snap.Manifests(fs); err != nil {
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+	}
+	return planDeletes(ctx, fs, tbl.Metadata(), manifests)
+}
+
+func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifests []iceberg.ManifestFile) (*DeleteIndex, error) {
+	ix := &DeleteIndex{
+		specs:     map[int]iceberg.PartitionSpec{},
+		dvs:       map[string]DeleteFile{},
+		posByFile: map[string][]DeleteFile{},
+		eqByTuple: map[string][]DeleteFile{},
+		posCache:  map[string]map[string]*dv.RoaringPositionBitmap{},
+		eqCache:   map[string]*EqualityDeletes{},
+	}
+	for _, spec := range meta.PartitionSpecs() {
+		ix.specs[spec.ID()] = spec
+	}
+	for _, m := range manifests {
+		if m.ManifestContent() != iceberg.ManifestContentDeletes {
+			continue
+		}
+		for e, err := range m.Entries(fs, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read delete manifest %s: %w", m.FilePath(), err)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if err := ix.add(DeleteFile{File: e.DataFile(), Seq: e.SequenceNum()}); err != nil {
+				return nil, fmt.Errorf("index delete manifest %s: %w", m.FilePath(), err)
+			}
+		}
+	}
+	slices.SortStableFunc(ix.eqGlobal, bySeq)
+	for _, files := range ix.eqByTuple {
+		slices.SortStableFunc(files, bySeq)
+	}
+	return ix, nil
+}
+
+func bySeq(a, b DeleteFile) int { return cmp.Compare(a.Seq, b.Seq) }
+
+func (ix *DeleteIndex) add(d DeleteFile) error {
+	df := d.File
+	switch df.ContentType() {
+	case iceberg.EntryContentPosDeletes:
+		ref := df.ReferencedDataFile()
+		if df.FileFormat() == iceberg.PuffinFile {
+			if ref == nil {
+				return fmt.Errorf("deletion vector %s names no data file", df.FilePath())
+			}
+			if old, ok := ix.dvs[*ref]; ok {
+				return fmt.Errorf("data file %s has two live deletion vectors, %s and %s", *ref, old.File.FilePath(), df.FilePath())
+			}
+			ix.dvs[*ref] = d
+		} else if ref != nil {
+			ix.posByFile[*ref] = append(ix.posByFile[*ref], d)
+		} else {
+			ix.posShared = append(ix.posShared, d)
+		}
+	case iceberg.EntryContentEqDeletes:
+		if len(df.EqualityFieldIDs()) == 0 {
+			return fmt.Errorf("equality delete file %s has no equality field IDs", df.FilePath())
+		}
+		spec, ok := ix.specs[int(df.SpecID())]
+		if !ok {
+			return fmt.Errorf("equality delete file %s has unknown partition spec %d", df.FilePath(), df.SpecID())
+		}
+		if spec.IsUnpartitioned() {
+			ix.eqGlobal = append(ix.eqGlobal, d)
+		} else {
+			k := partitionKey(df)
+			ix.eqByTuple[k] = append(ix.eqByTuple[k], d)
+		}
+	default:
+		return fmt.Errorf("delete manifest lists %s with content %s", df.FilePath(), df.ContentType())
+	}
+	ix.numDeletes++
+	return nil
+}
+
+// partitionKey identifies a file's partition: its spec and partition tuple.
+// fmt prints maps sorted by key, and %#v keeps a null apart from the string
+// "<nil>" and a string apart from bytes.
+func partitionKey(df iceberg.DataFile) string {
+	return fmt.Sprintf("%d/%#v", df.SpecID(), df.Partition())
+}
+
+// Len is the number of live delete files in the index.
+func (ix *DeleteIndex) Len() int { return ix.numDeletes }
+
+// Applicable lists the delete files that apply to a data file of data
+// sequence number dataSeq:
+//   - its deletion vector, when the vector's sequence number is not lower;
+//     a deletion vector supersedes the file's position delete files (the v3
+//     spec lets readers ignore them; Java's reader does);
+//   - otherwise the position delete files whose sequence number is not lower
+//     and which may name the file (referenced_data_file, else the bounds of
+//     file_path);
+//   - equality delete files with a strictly higher sequence number, of an
+//     unpartitioned spec or of the file's spec and partition.
+func (ix *DeleteIndex) Applicable(file iceberg.DataFile, dataSeq int64) []DeleteFile {
+	var out []DeleteFile
+	path := file.FilePath()
+	if d, ok := ix.dvs[path]; ok && d.Seq >= dataSeq {
+		out = append(out, d)
+	} else {
+		for _, d := range ix.posByFile[path] {
+			if d.Seq >= dataSeq {
+				out = append(out, d)
+			}
+		}
+		for _, d := range ix.posShared {
+			if d.Seq >= dataSeq && mayName(d.File, path) {
+				out = append(out, d)
+			}
+		}
+	}
+	out = append(out, newerThan(ix.eqGlobal, dataSeq)...)
+	return append(out, newerThan(ix.eqByTuple[partitionKey(file)], dataSeq)...)
+}
+
+// newerThan returns the files of sorted (by Seq) with Seq > seq.
+func newerThan(sorted []DeleteFile, seq int64) []DeleteFile {
+	i := sort.Search(len(sorted), func(i int) bool { return sorted[i].Seq > seq })
+	return sorted[i:]
+}
+
+// mayName reports whether the file_path bounds of a position delete file
+// admit path. Bounds are the UTF-8 bytes; a truncated lower bound is a
+// prefix and a truncated upper bound is rounded up, so both stay bounds.
+func mayName(del iceberg.DataFile, path string) bool {
+	if lo, ok := del.LowerBoundValues()[format.FieldIDDeleteFilePath]; ok && strings.Compare(path, string(lo)) < 0 {
+		return false
+	}
+	if hi, ok := del.UpperBoundValues()[format.FieldIDDeleteFilePath]; ok && strings.Compare(path, string(hi)) > 0 {
+		return false
+	}
+	return true
+}
+
+// Load reads the delete files that apply to a data file of data sequence
+// number dataSeq (see Applicable) into its delete state. Equality delete
+// values are read as the types of schema, the schema the data is read with.
+func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Schema, file iceberg.DataFile, dataSeq int64, opts Options) (*FileDeletes, error) {
+	opts.EnsureDefaults()
+	out := &FileDeletes{}
+	for _, d := range ix.Applicable(file, dataSeq) {
+		df := d.File
+		switch df.ContentType() {
+		case iceberg.EntryContentPosDeletes:
+			bm, err := ix.positions(ctx, fs, df, file.FilePath(), opts)
+			if err != nil {
+				return nil, err
+			}
+			if bm == nil {
+				continue
+			}
+			if out.Positions == nil {
+				out.Positions = dv.NewRoaringPositionBitmap()
+			}
+			out.Positions.Or(bm)
+		case iceberg.EntryContentEqDeletes:
+			set, err := ix.equality(ctx, fs, schema, df, opts)
+			if err != nil {
+				return nil, err
+			}
+			out.Equality = append(out.Equality, set)
+		}
+	}
+	return out, nil
+}
+
+func (ix *DeleteIndex) positions(ctx context.Context, fs iceio.IO, del iceberg.DataFile, dataPath string, opts Options) (*dv.RoaringPositionBitmap, error) {
+	if del.FileFormat() == iceberg.PuffinFile {
+		return ReadPositions(ctx, fs, del, dataPath, opts)
+	}
+	ix.mu.Lock()
+	byFile, ok := ix.posCache[del.FilePath()]
+	ix.mu.Unlock()
+	if !ok {
+		var err error
+		if byFile, err = readPositionDeleteFile(ctx, fs, del, opts); err != nil {
+			return nil, err
+		}
+		ix.mu.Lock()
+		ix.posCache[del.FilePath()] = byFile
+		ix.mu.Unlock()
+	}
+	return byFile[dataPath], nil
+}
+
+func (ix *DeleteIndex) equality(ctx context.Context, fs iceio.IO, schema *iceberg.Schema, del iceberg.DataFile, opts Options) (*EqualityDeletes, error) {
+	ix.mu.Lock()
+	set, ok := ix.eqCache[del.FilePath()]
+	ix.mu.Unlock()
+	if ok {
+		return set, nil
+	}
+	set, err := ReadEqualityDeletes(ctx, fs, schema, del, opts)
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.Lock()
+	ix.eqCache[del.FilePath()] = set
+	ix.mu.Unlock()
+	return set, nil
+}
+
+// ReadPositions returns the positions of data file dataPath that a position
+// delete file or deletion vector deletes; nil when it deletes none there.
+func ReadPositions(ctx context.Context, fs iceio.IO, del iceberg.DataFile, dataPath string, opts Options) (*dv.RoaringPositionBitmap, error) {
+	opts.EnsureDefaults()
+	if del.ContentType() != iceberg.EntryContentPosDeletes {
+		return nil, fmt.Errorf("read positions of %s: content is %s", del.FilePath(), del.ContentType())
+	}
+	if del.FileFormat() == iceberg.PuffinFile {
+		if ref := del.ReferencedDataFile(); ref == nil || *ref != dataPath {
+			return nil, nil
+		}
+		bm, err := dv.ReadDV(fs, del)
+		if err != nil {
+			return nil, fmt.Errorf("read deletion vector %s: %w", del.FilePath(), err)
+		}
+		return bm, nil
+	}
+	byFile, err := readPositionDeleteFile(ctx, fs, del, opts)
+	if err != nil {
+		return nil, err
+	}
+	return byFile[dataPath], nil
+}
+
+// readPositionDeleteFile reads a Parquet position delete file into the
+// positions it deletes, by data file.
+func readPositionDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, opts Options) (map[string]*dv.RoaringPositionBitmap, error) {
+	if del.FileFormat() != iceberg.ParquetFile {
+		return nil, fmt.Errorf("read position delete file %s: format %s is not supported", del.FilePath(), del.FileFormat())
+	}
+	out := map[string]*dv.RoaringPositionBitmap{}
+	err := readDeleteFile(ctx, fs, del, iceberg.PositionalDeleteSchema, opts, func(rec arrow.RecordBatch) error {
+		paths, ok1 := rec.Column(0).(*array.String)
+		pos, ok2 := rec.Column(1).(*array.Int64)
+		if !ok1 || !ok2 {
+			return fmt.Errorf("read position delete file %s: columns are %s, %s", del.FilePath(), rec.Column(0).DataType(), rec.Column(1).DataType())
+		}
+		for i := range int(rec.NumRows()) {
+			if paths.IsNull(i) || pos.IsNull(i) || pos.Value(i) < 0 {
+				return &CorruptFileError{Path: del.FilePath(), Reason: fmt.Sprintf("row %d is not a valid (file_path, pos)", i)}
+			}
+			p := paths.Value(i)
+			bm, ok := out[p]
+			if !ok {
+				bm = dv.NewRoaringPositionBitmap()
+				out[p] = bm
+			}
+			bm.Set(uint64(pos.Value(i)))
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ReadEqualityDeletes reads an equality delete file into the set of its
+// tuples, with values of the types its equality fields have in schema.
+// Equality fields must be top-level primitive columns of schema.
+func ReadEqualityDeletes(ctx context.Context, fs iceio.IO, schema *iceberg.Schema, del iceberg.DataFile, opts Options) (*EqualityDeletes, error) {
+	opts.EnsureDefaults()
+	if del.ContentType() != iceberg.EntryContentEqDeletes {
+		return nil, fmt.Errorf("read equality deletes of %s: content is %s", del.FilePath(), del.ContentType())
+	}
+	if del.FileFormat() != iceberg.ParquetFile {
+		return nil, fmt.Errorf("read equality delete file %s: format %s is not supported", del.FilePath(), del.FileFormat())
+	}
+	set := NewEqualityDeletes(del.EqualityFieldIDs())
+	fields, err := equalityFields(schema, set.FieldIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read equality delete file %s: %w", del.FilePath(), err)
+	}
+	eqSchema := iceberg.NewSchema(0, fields...)
+	err = readDeleteFile(ctx, fs, del, eqSchema, opts, func(rec arrow.RecordBatch) error {
+		return set.addRows(rec.Columns(), int(rec.NumRows()))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// equalityFields returns the fields ids of schema, optional so a delete file
+// may hold nulls for them.
+func equalityFields(schema *iceberg.Schema, ids []int) ([]iceberg.NestedField, error) {
+	fields := make([]iceberg.NestedField, len(ids))
+	for i, id := range ids {
+		if !isTopLevel(schema, id) {
+			return nil, fmt.Errorf("equality field %d is not a top-level column of the schema", id)
+		}
+		f, _ := schema.FindFieldByID(id)
+		if !format.IsPrimitive(f.Type) {
+			return nil, fmt.Errorf("equality field %d has type %s, not a primitive", id, f.Type)
+		}
+		f.Required = false
+		fields[i] = f
+	}
+	return fields, nil
+}
+
+func readDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, schema *iceberg.Schema, opts Options, fn func(arrow.RecordBatch) error) error {
+	if del.KeyMetadata() != nil {
+		return fmt.Errorf("read delete file %s: encrypted files are not supported", del.FilePath())
+	}
+	p, err := openParquet(fs, del.FilePath(), opts.NameMapping, opts.BatchRows, opts.Allocator)
+	if err != nil {
+		return err
+	}
+	if p.numRows() != del.Count() {
+		return errJoinClose(&CorruptFileError{Path: del.FilePath(), Reason: fmt.Sprintf("has %d rows, its manifest entry says %d", p.numRows(), del.Count())}, p)
+	}
+	for _, f := range schema.Fields() {
+		if !slices.Contains(p.topIDs, f.ID) {
+			return errJoinClose(&CorruptFileError{Path: del.FilePath(), Reason: fmt.Sprintf("has no column with field ID %d (%s)", f.ID, f.Name)}, p)
+		}
+	}
+	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}
+	err = p.read(ctx, schema, so, func(rec arrow.RecordBatch, _ int64) error { return fn(rec) })
+	return errJoinClose(err, p)
+}

@@ -1,0 +1,143 @@
+package tablescan
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/google/uuid"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+// EqualityDeletes is the content of one equality delete file: the set of
+// deleted tuples of its equality fields. A data row is deleted when its values
+// of FieldIDs equal a tuple of the set, field by field, where null equals null
+// (the spec's rule for equality deletes), NaN equals NaN and -0.0 differs from
+// 0.0 (Java's comparator for floats, which the reference readers use).
+type EqualityDeletes struct {
+	// FieldIDs are the equality field IDs, sorted ascending; tuples hold their
+	// values in this order.
+	FieldIDs []int
+	keys     map[string]struct{}
+}
+
+// NewEqualityDeletes returns an empty set over the equality fields ids. The
+// order of ids does not matter: delete files that list the same fields in a
+// different order describe the same tuples.
+func NewEqualityDeletes(ids []int) *EqualityDeletes {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	return &EqualityDeletes{FieldIDs: sorted, keys: map[string]struct{}{}}
+}
+
+// Add puts a tuple into the set: the canonical Go values (see format.Key)
+// of FieldIDs, in FieldIDs order.
+func (e *EqualityDeletes) Add(tuple format.Key) error {
+	key, err := appendTuple(nil, tuple)
+	if err != nil {
+		return err
+	}
+	e.keys[string(key)] = struct{}{}
+	return nil
+}
+
+// Contains reports whether a tuple (values of FieldIDs, in FieldIDs order) is
+// in the set.
+func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
+	key, err := appendTuple(nil, tuple)
+	if err != nil {
+		return false, err
+	}
+	_, ok := e.keys[string(key)]
+	return ok, nil
+}
+
+// Len is the number of distinct deleted tuples.
+func (e *EqualityDeletes) Len() int { return len(e.keys) }
+
+func (e *EqualityDeletes) containsKey(key []byte) bool {
+	_, ok := e.keys[string(key)]
+	return ok
+}
+
+// addRows adds the tuples of rows of cols (the equality columns in FieldIDs
+// order).
+func (e *EqualityDeletes) addRows(cols []arrow.Array, rows int) error {
+	var key []byte
+	for i := range rows {
+		var err error
+		if key, err = appendRowKey(key[:0], cols, i); err != nil {
+			return err
+		}
+		e.keys[string(key)] = struct{}{}
+	}
+	return nil
+}
+
+// appendRowKey appends the key of row i of cols to dst.
+func appendRowKey(dst []byte, cols []arrow.Array, i int) ([]byte, error) {
+	for _, c := range cols {
+		var err error
+		if dst, err = appendValueKey(dst, format.ValueAt(c, i)); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+func appendTuple(dst []byte, tuple format.Key) ([]byte, error) {
+	for _, v := range tuple {
+		var err error
+		if dst, err = appendValueKey(dst, v); err != nil {
+			return nil, err
+		}
+	}
+	return dst, nil
+}
+
+// Key bytes of one value: a tag byte, 0 for null and 1 otherwise, then the
+// value. The types of a tuple's positions are fixed by its fields, so only
+// variable-length values need a length prefix to keep keys unambiguous.
+func appendValueKey(dst []byte, v any) ([]byte, error) {
+	if v == nil {
+		return append(dst, 0), nil
+	}
+	dst = append(dst, 1)
+	switch v := v.(type) {
+	case bool:
+		if v {
+			return append(dst, 1), nil
+		}
+		return append(dst, 0), nil
+	case int32:
+		return binary.BigEndian.AppendUint32(dst, uint32(v)), nil
+	case int64:
+		return binary.BigEndian.AppendUint64(dst, uint64(v)), nil
+	case float32:
+		if v != v {
+			return binary.BigEndian.AppendUint32(dst, 0x7fc00000), nil
+		}
+		return binary.BigEndian.AppendUint32(dst, math.Float32bits(v)), nil
+	case float64:
+		if v != v {
+			return binary.BigEndian.AppendUint64(dst, 0x7ff8000000000000), nil
+		}
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v)), nil
+	case decimal128.Num:
+		dst = binary.BigEndian.AppendUint64(dst, uint64(v.HighBits()))
+		return binary.BigEndian.AppendUint64(dst, v.LowBits()), nil
+	case string:
+		dst = binary.AppendUvarint(dst, uint64(len(v)))
+		return append(dst, v...), nil
+	case []byte:
+		dst = binary.AppendUvarint(dst, uint64(len(v)))
+		return append(dst, v...), nil
+	case uuid.UUID:
+		return append(dst, v[:]...), nil
+	}
+	return nil, fmt.Errorf("equality delete value %v of type %T: unsupported", v, v)
+}

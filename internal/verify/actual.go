@@ -1,0 +1,228 @@
+package verify
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/staging"
+)
+
+func (v *verifier) problem(msg string, args ...any) {
+	v.report.FileProblems = append(v.report.FileProblems, fmt.Sprintf(msg, args...))
+}
+
+// actual adds the encoding of every entry the index holds, and checks the
+// index files against the spec on the way.
+func (v *verifier) actual(snap *format.Snapshot, out *staging.Sorter) error {
+	data, err := objstore.ReadFile(v.ctx, v.opts.IOProperties, snap.TrackingFile)
+	if err != nil {
+		return err
+	}
+	entries, err := format.ReadTrackingFile(bytes.NewReader(data), snap.TrackingFile, v.is)
+	var corrupt *format.CorruptFileError
+	if errors.As(err, &corrupt) {
+		v.problem("%v", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	v.report.RangeFiles = len(entries)
+	var prevMax format.Key
+	for i, te := range entries {
+		groupMax, ok := te.GroupMaxKey(v.is)
+		if !ok {
+			v.problem("tracking entry %d (%s) has no group_max_value for every cluster field", i, te.FilePath)
+		}
+		if err := v.rangeFile(i, te, prevMax, groupMax, out); err != nil {
+			return err
+		}
+		if groupMax != nil {
+			prevMax = groupMax
+		}
+	}
+	return nil
+}
+
+// rangeFile reads one range file, checks it and adds its entries.
+func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *staging.Sorter) error {
+	fsys, err := iceio.LoadFS(v.ctx, v.opts.IOProperties, te.FilePath)
+	if err != nil {
+		return err
+	}
+	f, err := fsys.Open(te.FilePath)
+	if err != nil {
+		v.problem("range file %d %s cannot be opened: %v", i, te.FilePath, err)
+		return nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() != te.FileSizeInBytes {
+		v.problem("range file %s is %d bytes, its tracking entry says %d", te.FilePath, st.Size(), te.FileSizeInBytes)
+	}
+	if te.FileFormat != "parquet" {
+		v.problem("range file %s has file_format %q", te.FilePath, te.FileFormat)
+	}
+	r, err := format.OpenRangeFile(f, te.FilePath, v.is, format.RangeFileReadOptions{})
+	if err != nil {
+		v.problem("%v", err)
+		return nil
+	}
+	defer r.Close()
+
+	types := v.is.ClusterTypes()
+	clusterCols := v.clusterColumns()
+	b := newBoundsCheck(v, te)
+	var rows int64
+	var first, last format.Key
+	orderOK := true
+	entry := make(format.Key, len(v.stored))
+	var enc []byte
+	err = r.Read(v.ctx, nil, nil, func(rec arrow.RecordBatch) error {
+		for row := 0; row < int(rec.NumRows()); row++ {
+			for c := range v.stored {
+				entry[c] = format.ValueAtAs(v.stored[c].Type, rec.Column(c), row)
+			}
+			key := make(format.Key, len(clusterCols))
+			for k, c := range clusterCols {
+				key[k] = entry[c]
+			}
+			if first == nil {
+				first = key
+			}
+			if last != nil && orderOK && format.CompareKeys(types, last, key) > 0 {
+				v.problem("range file %s is not in cluster order at row %d", te.FilePath, rows)
+				orderOK = false
+			}
+			last = key
+			b.observe(entry)
+			v.placeholder(entry)
+			var err error
+			if enc, err = v.encode(enc[:0], entry); err != nil {
+				return err
+			}
+			if err := out.Add(enc, nil); err != nil {
+				return err
+			}
+			rows++
+		}
+		return nil
+	})
+	var corrupt *format.CorruptFileError
+	if errors.As(err, &corrupt) {
+		v.problem("%v", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if rows != te.RecordCount {
+		v.problem("range file %s holds %d entries, its tracking entry says %d", te.FilePath, rows, te.RecordCount)
+	}
+	if rows == 0 {
+		v.problem("range file %s is empty", te.FilePath)
+		return nil
+	}
+	if prevMax != nil && format.CompareKeys(types, first, prevMax) <= 0 {
+		v.problem("range file %s overlaps the previous range: its first key is not above the previous group_max_value", te.FilePath)
+	}
+	if groupMax != nil && format.CompareKeys(types, last, groupMax) != 0 {
+		v.problem("range file %s: group_max_value %s is not its last key %s", te.FilePath, keyString(v.is, groupMax), keyString(v.is, last))
+	}
+	return nil
+}
+
+func (v *verifier) clusterColumns() []int {
+	var cols []int
+	for _, cf := range v.is.ClusterFields() {
+		for c, f := range v.stored {
+			if f.ID == cf.ID {
+				cols = append(cols, c)
+			}
+		}
+	}
+	return cols
+}
+
+// placeholder swaps the position of an entry for the placeholder of its
+// group of identical rows, as the expected side did.
+func (v *verifier) placeholder(entry format.Key) {
+	if v.posPos < 0 || v.filePos < 0 {
+		return
+	}
+	path, _ := entry[v.filePos].(string)
+	pos, ok := entry[v.posPos].(int64)
+	if !ok {
+		return
+	}
+	if p, amb := v.ambiguous[path][pos]; amb {
+		entry[v.posPos] = p
+	}
+}
+
+func keyString(is *format.IndexSchema, k format.Key) string {
+	var b bytes.Buffer
+	b.WriteByte('(')
+	for i, f := range is.ClusterFields() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(format.FormatValue(f.Type, k[i]))
+	}
+	b.WriteByte(')')
+	return b.String()
+}
+
+// boundsCheck checks the lower and upper bounds of a tracking entry against
+// the values of the stored fields in the range file.
+type boundsCheck struct {
+	v   *verifier
+	te  format.TrackingEntry
+	bad map[int]bool
+}
+
+func newBoundsCheck(v *verifier, te format.TrackingEntry) *boundsCheck {
+	for _, f := range v.is.ClusterFields() {
+		if st := te.Stats[f.ID]; st == nil {
+			v.problem("range file %s has no statistics for cluster field %d", te.FilePath, f.ID)
+		}
+	}
+	return &boundsCheck{v: v, te: te, bad: map[int]bool{}}
+}
+
+func (b *boundsCheck) observe(entry format.Key) {
+	for c, f := range b.v.stored {
+		st := b.te.Stats[f.ID]
+		val := entry[c]
+		if st == nil || val == nil || b.bad[f.ID] || isNaN(val) {
+			continue
+		}
+		if c == b.v.posPos {
+			if p, ok := val.(int64); ok && p < 0 {
+				continue // a placeholder, not the stored value
+			}
+		}
+		if st.LowerBound != nil && format.Compare(f.Type, val, st.LowerBound) < 0 ||
+			st.UpperBound != nil && format.Compare(f.Type, val, st.UpperBound) > 0 {
+			b.bad[f.ID] = true
+			b.v.problem("range file %s: a value of field %d (%s) lies outside the bounds [%s, %s] of its tracking entry",
+				b.te.FilePath, f.ID, format.FormatValue(f.Type, val), format.FormatValue(f.Type, st.LowerBound), format.FormatValue(f.Type, st.UpperBound))
+		}
+	}
+}
+
+func isNaN(v any) bool {
+	switch f := v.(type) {
+	case float32:
+		return math.IsNaN(float64(f))
+	case float64:
+		return math.IsNaN(f)
+	}
+	return false
+}
