@@ -1,5 +1,3 @@
-//go:build wip_key
-
 package compactor
 
 import (

@@ -303,6 +303,16 @@ func formatKey(types []iceberg.Type, k Key) string {
 	return strings.Join(parts, ", ")
 }
 
+// EstimatedSize is the size the file would have if it were closed now: the
+// bytes already written plus the compressed size of the row group being
+// buffered. Writers use it to close range files near a target size.
+func (w *RangeFileWriter) EstimatedSize() int64 {
+	if w.closed {
+		return w.sink.n
+	}
+	return w.sink.n + w.fw.RowGroupTotalCompressedBytes()
+}
+
 // LastKey returns the clustering key of the last entry written, or nil before
 // the first. Writers that split output into several range files cut only
 // where the next key differs from it, since all entries of one key must share

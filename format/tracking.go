@@ -1,5 +1,3 @@
-//go:build wip_tracking
-
 package format
 
 import (

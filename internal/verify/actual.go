@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/streamidx/streamidx/format"
@@ -77,21 +79,33 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 	defer r.Close()
 
 	types := v.is.ClusterTypes()
+	fields := v.is.Fields()
 	clusterCols := v.clusterColumns()
 	b := newBoundsCheck(v, te)
 	var rows int64
 	var first, last format.Key
 	orderOK := true
 	entry := make(format.Key, len(v.stored))
+	all := make(format.Key, len(fields))
 	var enc []byte
 	err = r.Read(v.ctx, nil, nil, func(rec arrow.RecordBatch) error {
+		cols, release, err := v.allColumns(rec)
+		if err != nil {
+			return err
+		}
+		defer release()
 		for row := 0; row < int(rec.NumRows()); row++ {
-			for c := range v.stored {
-				entry[c] = format.ValueAtAs(v.stored[c].Type, rec.Column(c), row)
+			si := 0
+			for c, f := range fields {
+				all[c] = format.ValueAtAs(f.Type, cols[c], row)
+				if f.Stored() {
+					entry[si] = all[c]
+					si++
+				}
 			}
 			key := make(format.Key, len(clusterCols))
 			for k, c := range clusterCols {
-				key[k] = entry[c]
+				key[k] = all[c]
 			}
 			if first == nil {
 				first = key
@@ -101,9 +115,8 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 				orderOK = false
 			}
 			last = key
-			b.observe(entry)
+			b.observe(all)
 			v.placeholder(entry)
-			var err error
 			if enc, err = v.encode(enc[:0], entry); err != nil {
 				return err
 			}
@@ -138,16 +151,58 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 	return nil
 }
 
+// clusterColumns gives the positions of the cluster fields among all index
+// fields.
 func (v *verifier) clusterColumns() []int {
 	var cols []int
 	for _, cf := range v.is.ClusterFields() {
-		for c, f := range v.stored {
+		for c, f := range v.is.Fields() {
 			if f.ID == cf.ID {
 				cols = append(cols, c)
 			}
 		}
 	}
 	return cols
+}
+
+// allColumns gives a column for every index field of a range file batch:
+// stored fields as read, non-materialized fields computed from the identity
+// fields they are defined on (the spec requires cluster expressions to refer
+// to identity fields only; others are evaluated when they can be).
+func (v *verifier) allColumns(rec arrow.RecordBatch) ([]arrow.Array, func(), error) {
+	fields := v.is.Fields()
+	cols := make([]arrow.Array, len(fields))
+	var computed []arrow.Array
+	release := func() {
+		for _, a := range computed {
+			a.Release()
+		}
+	}
+	src := format.RecordColumns(rec, v.schema)
+	si := 0
+	for c, f := range fields {
+		if f.Stored() {
+			cols[c] = rec.Column(si)
+			si++
+			continue
+		}
+		arr, err := format.Evaluate(memory.DefaultAllocator, f.Expr, f.Type, src)
+		if err != nil {
+			if v.is.IsCluster(f.ID) {
+				release()
+				return nil, nil, fmt.Errorf("compute cluster field %d (%s) from stored fields: %w", f.ID, f.Expr, err)
+			}
+			arr = nullArray(f, int(rec.NumRows())) // not computable here: its bounds go unchecked
+		}
+		computed = append(computed, arr)
+		cols[c] = arr
+	}
+	return cols, release, nil
+}
+
+func nullArray(f format.IndexField, n int) arrow.Array {
+	dt, _ := format.ArrowType(f.Type)
+	return array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
 }
 
 // placeholder swaps the position of an entry for the placeholder of its
@@ -196,17 +251,15 @@ func newBoundsCheck(v *verifier, te format.TrackingEntry) *boundsCheck {
 	return &boundsCheck{v: v, te: te, bad: map[int]bool{}}
 }
 
-func (b *boundsCheck) observe(entry format.Key) {
-	for c, f := range b.v.stored {
+func (b *boundsCheck) observe(all format.Key) {
+	for c, f := range b.v.is.Fields() {
 		st := b.te.Stats[f.ID]
-		val := entry[c]
-		if st == nil || val == nil || b.bad[f.ID] || isNaN(val) {
+		if c >= len(all) {
 			continue
 		}
-		if c == b.v.posPos {
-			if p, ok := val.(int64); ok && p < 0 {
-				continue // a placeholder, not the stored value
-			}
+		val := all[c]
+		if st == nil || val == nil || b.bad[f.ID] || isNaN(val) {
+			continue
 		}
 		if st.LowerBound != nil && format.Compare(f.Type, val, st.LowerBound) < 0 ||
 			st.UpperBound != nil && format.Compare(f.Type, val, st.UpperBound) > 0 {

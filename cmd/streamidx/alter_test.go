@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/flush"
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+// alteredIndex builds pk on a fresh table and returns what a test needs to
+// publish a tampered snapshot of it.
+type alteredIndex struct {
+	c       *cli
+	cat     indexcatalog.Catalog
+	md      *format.Metadata
+	is      *format.IndexSchema
+	entries []format.TrackingEntry
+	source  int64
+}
+
+func newAlteredIndex(t *testing.T) *alteredIndex {
+	t.Setenv("STREAMIDX_BUILD_TARGET_FILE_SIZE", "256B") // several small range files
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
+	tbl, _ = buildHistory(t, tbl, 2)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	if code, out, errs := c.run("verify", "--table", "test.orders", "--index", "pk"); code != 0 {
+		t.Fatalf("the untouched index must verify: %d\n%s%s", code, out, errs)
+	}
+	dbPath := strings.TrimPrefix(warehouse, "file://") + "/catalog.db"
+	db, err := indexcatalog.OpenSQLite(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ic, err := indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _, err := ic.Load(context.Background(), []string{"test", "orders"}, "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, tbl.CurrentSnapshot()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := md.CurrentSnapshot()
+	data, err := objstore.ReadFile(context.Background(), nil, snap.TrackingFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := format.ReadTrackingFile(bytes.NewReader(data), snap.TrackingFile, is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 2 {
+		t.Fatalf("need several range files, got %d", len(entries))
+	}
+	return &alteredIndex{c: c, cat: ic, md: md, is: is, entries: entries, source: snap.SourceTableSnapshotID}
+}
+
+func (a *alteredIndex) publish(t *testing.T, entries []format.TrackingEntry) {
+	t.Helper()
+	_, _, err := flush.Publish(context.Background(), a.cat, flush.Publication{
+		Table: []string{"test", "orders"}, Index: "pk", IndexUUID: a.md.IndexUUID, Schema: a.is,
+		Entries: entries, SourceSnapshotID: a.source,
+	}, flush.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rewriteWithout writes a copy of a range file without its row skip.
+func rewriteWithout(t *testing.T, is *format.IndexSchema, e format.TrackingEntry, skip int) format.TrackingEntry {
+	t.Helper()
+	f, err := os.Open(strings.TrimPrefix(e.FilePath, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := format.OpenRangeFile(f, e.FilePath, is, format.RangeFileReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	outPath := strings.TrimSuffix(e.FilePath, ".parquet") + "-tampered.parquet"
+	w, err := objstore.Create(context.Background(), nil, outPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := format.NewRangeFileWriter(w, is, format.RangeFileOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := 0
+	err = r.Read(context.Background(), nil, nil, func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			if row != skip {
+				one := rec.NewSlice(int64(i), int64(i+1))
+				err := rw.Write(one)
+				one.Release()
+				if err != nil {
+					return err
+				}
+			}
+			row++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne, err := rw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ne.FilePath = outPath
+	return ne
+}
+
+func TestVerifyDetectsAMissingEntry(t *testing.T) {
+	a := newAlteredIndex(t)
+	entries := append([]format.TrackingEntry{}, a.entries...)
+	entries[1] = rewriteWithout(t, a.is, entries[1], 2)
+	a.publish(t, entries)
+	code, out, errs := a.c.run("verify", "--table", "test.orders", "--index", "pk")
+	if code != exitDifferent {
+		t.Fatalf("verify of an index missing an entry: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "1 entries missing from the index") || !strings.Contains(out, "id=") {
+		t.Errorf("the summary should name the missing entry:\n%s", out)
+	}
+}
+
+func TestVerifyDetectsARangeFileOutOfOrder(t *testing.T) {
+	a := newAlteredIndex(t)
+	entries := append([]format.TrackingEntry{}, a.entries...)
+	// The tracking entries stay sorted, but the first two point at each
+	// other's files: the ranges now overlap and the group maxima are wrong.
+	entries[0].FilePath, entries[1].FilePath = entries[1].FilePath, entries[0].FilePath
+	entries[0].FileSizeInBytes, entries[1].FileSizeInBytes = entries[1].FileSizeInBytes, entries[0].FileSizeInBytes
+	entries[0].RecordCount, entries[1].RecordCount = entries[1].RecordCount, entries[0].RecordCount
+	a.publish(t, entries)
+	code, out, errs := a.c.run("verify", "--table", "test.orders", "--index", "pk")
+	if code != exitDifferent {
+		t.Fatalf("verify of a range file out of order: exit %d, want 1\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(out, "group_max_value") {
+		t.Errorf("the summary should say the group maximum is wrong:\n%s", out)
+	}
+}
+
+func TestVerifyDetectsAWrongPosition(t *testing.T) {
+	a := newAlteredIndex(t)
+	// Shift every _pos of one range file by one: same ids, wrong rows.
+	e := a.entries[0]
+	f, err := os.Open(strings.TrimPrefix(e.FilePath, "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := format.OpenRangeFile(f, e.FilePath, a.is, format.RangeFileReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPath := strings.TrimSuffix(e.FilePath, ".parquet") + "-shifted.parquet"
+	w, _ := objstore.Create(context.Background(), nil, outPath)
+	rw, _ := format.NewRangeFileWriter(w, a.is, format.RangeFileOptions{})
+	posCol := -1
+	for i, fld := range a.is.Fields() {
+		if ref, ok := fld.Expr.(format.Ref); ok && ref.ID == format.FieldIDPos {
+			posCol = i
+		}
+	}
+	err = r.Read(context.Background(), nil, nil, func(rec arrow.RecordBatch) error {
+		b := array.NewInt64Builder(memory.DefaultAllocator)
+		defer b.Release()
+		pos := rec.Column(posCol).(*array.Int64)
+		for i := 0; i < pos.Len(); i++ {
+			b.Append(pos.Value(i) + 1)
+		}
+		shifted := b.NewArray()
+		defer shifted.Release()
+		cols := append([]arrow.Array{}, rec.Columns()...)
+		cols[posCol] = shifted
+		out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
+		defer out.Release()
+		return rw.Write(out)
+	})
+	r.Close()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne, err := rw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ne.FilePath = outPath
+	entries := append([]format.TrackingEntry{}, a.entries...)
+	entries[0] = ne
+	a.publish(t, entries)
+	code, out, _ := a.c.run("verify", "--table", "test.orders", "--index", "pk")
+	if code != exitDifferent || !strings.Contains(out, "missing") || !strings.Contains(out, "should not be") {
+		t.Fatalf("shifted positions: exit %d\n%s", code, out)
+	}
+}

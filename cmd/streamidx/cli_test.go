@@ -1,0 +1,255 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+// cli runs the streamidx command line against one catalog.
+type cli struct {
+	t    *testing.T
+	base []string
+}
+
+func newCLI(t *testing.T, warehouse string, extraConfig string) *cli {
+	dir := strings.TrimPrefix(warehouse, "file://")
+	cfg := filepath.Join(t.TempDir(), "streamidx.yaml")
+	body := "build:\n  target-file-size: 2KiB\n  row-group-rows: 16\n  progress: never\n" + extraConfig
+	if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &cli{t: t, base: []string{"--config", cfg, "--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", warehouse, "--log-level", "warn"}}
+}
+
+func (c *cli) run(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	full := append([]string{args[0]}, append(append([]string{}, c.base...), args[1:]...)...)
+	code = run(full, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func (c *cli) ok(args ...string) string {
+	c.t.Helper()
+	code, out, errs := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("streamidx %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+var ordersSchema = iceberg.NewSchema(0,
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},
+	iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
+	iceberg.NestedField{ID: 5, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
+	iceberg.NestedField{ID: 6, Name: "amount", Type: iceberg.DecimalTypeOf(10, 2)},
+)
+
+var names = []string{"ada", "grace", "alan", "barbara", "edsger"}
+
+// orderRow makes row i with nulls, NaN, -0.0, 0.0 and empty strings sprinkled in.
+func orderRow(i int, variant int) []any {
+	var customer, name, score any = int64(i % 7), names[(i+variant)%len(names)], float64(i)/3 - 5
+	if i%11 == 0 {
+		customer = nil
+	}
+	switch {
+	case i%13 == 0:
+		name = nil
+	case i%17 == 0:
+		name = ""
+	}
+	switch i % 10 {
+	case 0:
+		score = math.NaN()
+	case 1:
+		score = math.Copysign(0, -1)
+	case 2:
+		score = 0.0
+	case 3:
+		score = nil
+	}
+	ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*7+variant) * time.Hour).UnixMicro()
+	return []any{int64(i), customer, name, score, ts, decimal128.FromI64(int64(i*123 + variant))}
+}
+
+func rows(from, to, variant int) [][]any {
+	var out [][]any
+	for i := from; i < to; i++ {
+		out = append(out, orderRow(i, variant))
+	}
+	return out
+}
+
+// buildHistory writes a table through every kind of commit the index must
+// follow, and returns the snapshot ids after each commit.
+func buildHistory(t *testing.T, tbl *table.Table, formatVersion int) (*table.Table, []int64) {
+	var snaps []int64
+	note := func(tb *table.Table) *table.Table { snaps = append(snaps, tb.CurrentSnapshot().SnapshotID); return tb }
+	tbl, f1 := testtables.Append(t, tbl, rows(0, 60, 0)...)
+	note(tbl)
+	tbl, f2 := testtables.Append(t, tbl, rows(60, 100, 0)...)
+	note(tbl)
+	if formatVersion >= 3 {
+		tbl, _ = testtables.AddDV(t, tbl, f1[0], 3, 5, 8)
+		note(tbl)
+		tbl, _ = testtables.AddDV(t, tbl, f1[0], 9) // replaces the first DV of the file
+		note(tbl)
+	} else {
+		tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: f1[0], Pos: []int64{3, 5, 8}})
+		note(tbl)
+		tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: f2[0], Pos: []int64{0, 39}})
+		note(tbl)
+	}
+	tbl = note(testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(10)}, []any{int64(11)}, []any{int64(70)}))
+	// an upsert: delete id 12 and 71 and insert their new versions in one commit
+	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(12)}, []any{int64(71)})
+	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, orderRow(12, 1), orderRow(71, 1))
+	note(tbl)
+	// re-insert a key deleted earlier: the old equality delete must not hide it
+	tbl, _ = testtables.Append(t, tbl, orderRow(10, 2))
+	note(tbl)
+	// equality delete on another column, at a later sequence number
+	tbl = note(testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(3)}))
+	// a rewrite replacing the second file with different rows
+	tbl, _ = testtables.Rewrite(t, tbl, f2, rows(60, 95, 3)...)
+	note(tbl)
+	return tbl, snaps
+}
+
+var definitions = map[string]string{
+	"pk":          `{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`,
+	"by_customer": `{"name":"by_customer","identity":["customer_id","id"],"materialized":["_file","_pos","name"],"non-materialized":["bucket(8, customer_id)"],"cluster":["bucket(8, customer_id)","customer_id","id"]}`,
+	"by_name":     `{"name":"by_name","identity":["name","id"],"cluster":["truncate(2, name)","name","id"]}`,
+	"by_day":      `{"name":"by_day","identity":["ts","id"],"materialized":["score","_file","_pos"],"cluster":["day(ts)","ts","id"]}`,
+	"by_score":    `{"name":"by_score","identity":["score","id"],"materialized":["amount"],"cluster":["score","id"]}`,
+}
+
+func createIndexes(t *testing.T, c *cli, tableName string) []string {
+	dir := t.TempDir()
+	var created []string
+	for name, def := range definitions {
+		path := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(path, []byte(def), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c.ok("create", "--table", tableName, "--def", path)
+		created = append(created, name)
+	}
+	return created
+}
+
+func TestBuildAndVerifyEveryDefinition(t *testing.T) {
+	for _, fv := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
+			cat, warehouse := testtables.NewCatalog(t)
+			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: fv, RowGroupRows: 16})
+			_, snaps := buildHistory(t, tbl, fv)
+			c := newCLI(t, warehouse, "")
+			created := createIndexes(t, c, "test.orders")
+			list := c.ok("list", "--table", "test.orders")
+			for _, n := range created {
+				if !strings.Contains(list, n) {
+					t.Errorf("list does not show %s:\n%s", n, list)
+				}
+			}
+			for _, n := range created {
+				out := c.ok("build", "--table", "test.orders", "--index", n)
+				if !strings.Contains(out, "built index "+n) {
+					t.Errorf("build output: %s", out)
+				}
+				code, vout, verr := c.run("verify", "--table", "test.orders", "--index", n)
+				if code != 0 {
+					t.Errorf("verify %s: exit %d\n%s%s", n, code, vout, verr)
+				}
+			}
+			// An index of an older snapshot is exact for that snapshot.
+			old := fmt.Sprint(snaps[4])
+			c.ok("build", "--table", "test.orders", "--index", "pk", "--snapshot", old)
+			if code, out, errs := c.run("verify", "--table", "test.orders", "--index", "pk", "--snapshot", old); code != 0 {
+				t.Errorf("verify old snapshot: exit %d\n%s%s", code, out, errs)
+			}
+		})
+	}
+}
+
+func TestInspectJSON(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, rows(0, 300, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	c.ok("build", "--table", "test.orders", "--index", "by_customer")
+	var out inspectOutput
+	if err := json.Unmarshal([]byte(c.ok("inspect", "--table", "test.orders", "--index", "by_customer", "--json")), &out); err != nil {
+		t.Fatal(err)
+	}
+	if out.MetadataLocation == "" || len(out.Snapshots) != 1 || out.Tracking == nil || out.Tracking.TrackingFile != out.Snapshots[0].TrackingFile {
+		t.Fatalf("inspect --json: %+v", out)
+	}
+	if out.Tracking.Records != 300 || len(out.Tracking.RangeFiles) < 2 {
+		t.Errorf("tracking: %d records in %d range files", out.Tracking.Records, len(out.Tracking.RangeFiles))
+	}
+	for i, rf := range out.Tracking.RangeFiles {
+		if len(rf.GroupMax) != 3 || rf.RecordCount == 0 || rf.FileSizeInBytes == 0 {
+			t.Errorf("range file %d: %+v", i, rf)
+		}
+	}
+	if len(out.Fields) != 6 || out.Fields[0].Name != "customer_id" {
+		t.Errorf("fields: %+v", out.Fields)
+	}
+	text := c.ok("inspect", "--table", "test.orders", "--index", "by_customer")
+	for _, want := range []string{"by_customer", "bucket(8, ref(2))", "range files of snapshot", "GROUP MAX"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("inspect output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+func TestConcurrentBuildsBothCommit(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, rows(0, 200, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	var wg sync.WaitGroup
+	codes := make([]int, 4)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i], _, _ = c.run("build", "--table", "test.orders", "--index", "pk")
+		}()
+	}
+	wg.Wait()
+	for i, code := range codes {
+		if code != 0 {
+			t.Errorf("build %d: exit %d", i, code)
+		}
+	}
+	var out inspectOutput
+	if err := json.Unmarshal([]byte(c.ok("inspect", "--table", "test.orders", "--index", "pk", "--json")), &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Snapshots) != len(codes) {
+		t.Errorf("%d concurrent builds left %d snapshots: a commit was lost", len(codes), len(out.Snapshots))
+	}
+	if code, o, e := c.run("verify", "--table", "test.orders", "--index", "pk"); code != 0 {
+		t.Errorf("verify after concurrent builds: %d\n%s%s", code, o, e)
+	}
+}

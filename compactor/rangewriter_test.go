@@ -1,0 +1,123 @@
+package compactor
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+func testIndexSchema(t *testing.T) *format.IndexSchema {
+	t.Helper()
+	source := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "k", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 2, Name: "payload", Type: iceberg.PrimitiveTypes.String},
+	)
+	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "/x", Type: format.TypeScalar,
+		IdentityFields: []int{1, 2}, ClusterSpec: []int{1}}
+	if err := format.Validate(md, source); err != nil {
+		t.Fatal(err)
+	}
+	is, err := format.NewIndexSchema(md, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is
+}
+
+func readRangeFile(t *testing.T, is *format.IndexSchema, path string) []format.Key {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := format.OpenRangeFile(f, path, is, format.RangeFileReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var out []format.Key
+	err = r.Read(context.Background(), nil, nil, func(rec arrow.RecordBatch) error {
+		for i := 0; i < int(rec.NumRows()); i++ {
+			out = append(out, format.Key{format.ValueAt(rec.Column(0), i), string([]byte(format.ValueAt(rec.Column(1), i).(string)))})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestRangeWriterSplitsOnlyAtKeyChanges(t *testing.T) {
+	is := testIndexSchema(t)
+	dir := t.TempDir()
+	w, err := NewRangeWriter(context.Background(), is, "file://"+filepath.ToSlash(dir), RangeWriterOptions{
+		TargetFileSize: 4 << 10, RowGroupRows: 256, BatchRows: 100,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	for i := range n {
+		// keys repeat in runs of 37 entries, longer than a batch is never needed
+		if err := w.Add(format.Key{int64(i / 37), "payload-" + string(rune('a'+i%26))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 3 {
+		t.Fatalf("a 4 KiB target over %d entries should give several files, got %d", n, len(entries))
+	}
+	var total int64
+	var prevLast any
+	for i, e := range entries {
+		rows := readRangeFile(t, is, filepath.Join(dir, filepath.Base(e.FilePath)))
+		if int64(len(rows)) != e.RecordCount {
+			t.Errorf("file %d: %d rows, tracking says %d", i, len(rows), e.RecordCount)
+		}
+		total += e.RecordCount
+		first, last := rows[0][0].(int64), rows[len(rows)-1][0].(int64)
+		if prevLast != nil && first <= prevLast.(int64) {
+			t.Errorf("file %d starts at key %d, previous file ended at %d: a key is split across files", i, first, prevLast)
+		}
+		if gm := e.Stats[1].GroupMax; gm != last {
+			t.Errorf("file %d group max %v, last key %d", i, gm, last)
+		}
+		prevLast = last
+		if i < len(entries)-1 && e.FileSizeInBytes > 64<<10 {
+			t.Errorf("file %d is %d bytes, far past the 4 KiB target", i, e.FileSizeInBytes)
+		}
+	}
+	if total != n {
+		t.Errorf("%d entries written, %d added", total, n)
+	}
+}
+
+func TestRangeWriterRefusesDisorder(t *testing.T) {
+	is := testIndexSchema(t)
+	w, err := NewRangeWriter(context.Background(), is, "file://"+filepath.ToSlash(t.TempDir()), RangeWriterOptions{BatchRows: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	_ = w.Add(format.Key{int64(5), "a"})
+	_ = w.Add(format.Key{int64(6), "a"})
+	_ = w.Add(format.Key{int64(4), "a"})
+	err = w.Add(format.Key{int64(7), "a"})
+	if err == nil {
+		_, err = w.Close()
+	}
+	if err == nil {
+		t.Fatal("entries out of cluster order were accepted")
+	}
+}
