@@ -32,3 +32,11 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Read the golden tracking and range files with non-Go readers: Debian's
+# python3-avro and DuckDB from npm (installed under .cache/).
+crosscheck:
+	@/usr/bin/python3 -c 'import avro' 2>/dev/null || (apt-get update -qq && apt-get install -y -qq python3-avro)
+	/usr/bin/python3 scripts/crosscheck_avro.py format/testdata/tracking_sample.avro
+	@test -d .cache/duckdb/node_modules/@duckdb/node-api || (mkdir -p .cache/duckdb && cd .cache/duckdb && npm install --silent --no-audit --no-fund @duckdb/node-api >/dev/null)
+	cp scripts/crosscheck_parquet.mjs .cache/duckdb/ && node .cache/duckdb/crosscheck_parquet.mjs format/testdata/rangefile_sample.parquet

@@ -81,7 +81,9 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 		return nil, fmt.Errorf("resolve index against table schema: %w", err)
 	}
 	codec := staging.NewEntryCodec(is)
-	sorter := staging.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
+	// Half the budget holds records; the rest is Arrow batches, Parquet row
+	// groups and the garbage collector's headroom.
+	sorter := staging.NewSorter(opts.SpillDir, opts.MemoryBudget/2, opts.Logger)
 	defer sorter.Close()
 
 	prog := BuildProgress{Phase: "scan"}
@@ -114,7 +116,9 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 			defer entries.Release()
 			for i := 0; i < int(entries.NumRows()); i++ {
 				row = codec.Row(row, entries, i)
-				if key, err = codec.AppendKey(key[:0], row); err != nil {
+				// Entries of one clustering key may come in any order; the
+				// sort keeps scan order for them, so the key can stop there.
+				if key, err = codec.AppendClusterKey(key[:0], row); err != nil {
 					return err
 				}
 				if val, err = codec.AppendValue(val[:0], row); err != nil {

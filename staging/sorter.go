@@ -1,44 +1,51 @@
 package staging
 
 import (
+	"bufio"
 	"bytes"
+	"container/heap"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 
-	"github.com/cockroachdb/pebble/v2"
+	"github.com/klauspost/compress/s2"
 )
 
-// Sorter sorts records by key within a memory budget. Records collect in
-// memory; when they would pass half the budget they are sorted and written
-// to a temporary Pebble store, whose memtables get a quarter, and Pebble
-// merges the runs. Records with equal keys come out in the order they were
-// added. A Sorter belongs to one goroutine.
+// Sorter sorts records by key within a memory budget, as an external merge
+// sort: records collect in memory; when they would pass the budget they are
+// sorted and written to a run file, and Iterate merges the runs with what is
+// still in memory. Each spilled record is written once and read once.
+// Records with equal keys come out in the order they were added. A Sorter
+// belongs to one goroutine.
 type Sorter struct {
 	budget   int64
-	dir      string // parent of the temporary store
+	dir      string // parent of the spill directory
 	log      *slog.Logger
 	recs     []sortRec
 	arena    []byte
 	memBytes int64
-	seq      uint64
 	count    int64
-	tmp      string
-	db       *pebble.DB
+	tmp      string   // spill directory, once created
+	runs     []string // run files, in the order written
 }
 
 type sortRec struct {
 	key, value []byte
-	seq        uint64
 }
 
-// recOverhead approximates the memory a record costs beyond its bytes.
-const recOverhead = 64
+// arenaChunk is the size of the blocks records are copied into.
+const arenaChunk = 4 << 20
 
-// NewSorter returns a Sorter that keeps at most about budget bytes in
-// memory and spills under dir (the OS temp dir when empty).
+// recOverhead approximates the memory a record costs beyond its bytes.
+const recOverhead = 48
+
+// NewSorter returns a Sorter that keeps at most about budget bytes of
+// records in memory and spills under dir (the OS temp dir when empty).
 func NewSorter(dir string, budget int64, log *slog.Logger) *Sorter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -48,19 +55,22 @@ func NewSorter(dir string, budget int64, log *slog.Logger) *Sorter {
 
 // Add copies one record into the sorter.
 func (s *Sorter) Add(key, value []byte) error {
-	size := int64(len(key)+len(value)) + recOverhead
-	if s.memBytes+size > s.budget/2 && len(s.recs) > 0 {
+	n := len(key) + len(value)
+	if s.memBytes+int64(n+recOverhead) > s.budget && len(s.recs) > 0 {
 		if err := s.spill(); err != nil {
 			return err
 		}
 	}
+	if cap(s.arena)-len(s.arena) < n {
+		// A new chunk, never a grown copy: records point into the old one.
+		s.arena = make([]byte, 0, max(arenaChunk, n))
+	}
 	start := len(s.arena)
 	s.arena = append(s.arena, key...)
 	s.arena = append(s.arena, value...)
-	s.recs = append(s.recs, sortRec{key: s.arena[start : start+len(key) : start+len(key)], value: s.arena[start+len(key):], seq: s.seq})
-	s.seq++
+	s.recs = append(s.recs, sortRec{key: s.arena[start : start+len(key) : start+len(key)], value: s.arena[start+len(key) : start+n : start+n]})
 	s.count++
-	s.memBytes += size
+	s.memBytes += int64(n + recOverhead)
 	return nil
 }
 
@@ -68,63 +78,63 @@ func (s *Sorter) Add(key, value []byte) error {
 func (s *Sorter) Len() int64 { return s.count }
 
 // Spilled reports whether records went to disk.
-func (s *Sorter) Spilled() bool { return s.db != nil }
+func (s *Sorter) Spilled() bool { return len(s.runs) > 0 }
 
 func (s *Sorter) sortMem() {
-	slices.SortFunc(s.recs, func(a, b sortRec) int {
-		if c := bytes.Compare(a.key, b.key); c != 0 {
-			return c
-		}
-		return int(a.seq - b.seq)
-	})
+	slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(a.key, b.key) })
 }
 
+// spill writes the records in memory, sorted, to a new run file:
+// uvarint key length, uvarint value length, key, value; repeated.
 func (s *Sorter) spill() error {
-	if s.db == nil {
+	if s.tmp == "" {
 		tmp, err := os.MkdirTemp(s.dir, "streamidx-sort-")
 		if err != nil {
 			return fmt.Errorf("create spill directory: %w", err)
 		}
 		s.tmp = tmp
-		memtable := uint64(max(s.budget/4, 4<<20))
-		db, err := pebble.Open(tmp, &pebble.Options{
-			DisableWAL:   true, // a sort is redone from its input after a crash
-			MemTableSize: memtable,
-			Logger:       pebbleLogger{s.log},
-		})
-		if err != nil {
-			return fmt.Errorf("open spill store %s: %w", tmp, err)
-		}
-		s.db = db
 		s.log.Debug("sort spills to disk", "dir", tmp, "records", s.count)
 	}
 	s.sortMem()
-	b := s.db.NewBatch()
-	var k []byte
+	path := filepath.Join(s.tmp, fmt.Sprintf("run-%06d", len(s.runs)))
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("create sort run: %w", err)
+	}
+	// Runs are compressed with S2: entries repeat long values (data file
+	// paths) that would otherwise dominate the bytes written and read.
+	zw := s2.NewWriter(f, s2.WriterConcurrency(1))
+	w := bufio.NewWriterSize(zw, 1<<20)
+	var hdr [2 * binary.MaxVarintLen64]byte
 	for _, r := range s.recs {
-		k = binary.BigEndian.AppendUint64(appendEscaped(k[:0], r.key), r.seq)
-		if err := b.Set(k, r.value, nil); err != nil {
-			return fmt.Errorf("spill record: %w", err)
-		}
-		if b.Len() > 16<<20 {
-			if err := b.Commit(pebble.NoSync); err != nil {
-				return fmt.Errorf("spill records: %w", err)
-			}
-			b = s.db.NewBatch()
-		}
+		h := binary.AppendUvarint(hdr[:0], uint64(len(r.key)))
+		h = binary.AppendUvarint(h, uint64(len(r.value)))
+		w.Write(h)
+		w.Write(r.key)
+		w.Write(r.value)
 	}
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return fmt.Errorf("spill records: %w", err)
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("write sort run %s: %w", path, err)
 	}
-	s.recs, s.arena, s.memBytes = s.recs[:0], s.arena[:0], 0
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return fmt.Errorf("write sort run %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write sort run %s: %w", path, err)
+	}
+	s.runs = append(s.runs, path)
+	clear(s.recs) // drop the references to the chunks
+	s.recs, s.arena, s.memBytes = s.recs[:0], nil, 0
 	return nil
 }
 
 // Iterate calls fn with every record in key order. The slices are valid only
 // during the call. Iterate may be called once, after the last Add.
 func (s *Sorter) Iterate(fn func(key, value []byte) error) error {
-	if s.db == nil {
-		s.sortMem()
+	s.sortMem()
+	if len(s.runs) == 0 {
 		for _, r := range s.recs {
 			if err := fn(r.key, r.value); err != nil {
 				return err
@@ -132,90 +142,121 @@ func (s *Sorter) Iterate(fn func(key, value []byte) error) error {
 		}
 		return nil
 	}
-	if len(s.recs) > 0 {
-		if err := s.spill(); err != nil {
-			return err
-		}
-	}
-	it, err := s.db.NewIter(nil)
-	if err != nil {
-		return fmt.Errorf("read sorted records: %w", err)
-	}
-	var k []byte
-	for it.First(); it.Valid(); it.Next() {
-		stored := it.Key()
-		k = unescape(k[:0], stored[:len(stored)-8])
-		v, err := it.ValueAndErr()
+	h := &mergeHeap{}
+	for i, path := range s.runs {
+		f, err := os.Open(path)
 		if err != nil {
-			_ = it.Close()
-			return fmt.Errorf("read sorted records: %w", err)
+			return fmt.Errorf("open sort run: %w", err)
 		}
-		if err := fn(k, v); err != nil {
-			_ = it.Close()
+		defer f.Close()
+		src := &runSource{r: bufio.NewReaderSize(s2.NewReader(f), 1<<20), order: i, path: path}
+		if err := h.push(src); err != nil {
 			return err
 		}
 	}
-	if err := it.Close(); err != nil {
-		return fmt.Errorf("read sorted records: %w", err)
+	if len(s.recs) > 0 {
+		if err := h.push(&runSource{mem: s.recs, order: len(s.runs)}); err != nil {
+			return err
+		}
+	}
+	for h.Len() > 0 {
+		top := (*h)[0]
+		if err := fn(top.key, top.value); err != nil {
+			return err
+		}
+		ok, err := top.next()
+		if err != nil {
+			return err
+		}
+		if ok {
+			heap.Fix(h, 0)
+		} else {
+			heap.Pop(h)
+		}
 	}
 	return nil
 }
 
-// appendEscaped writes key so that no escaped key is a prefix of another and
-// the order of escaped keys is the order of keys; the sequence number can
-// then follow it without changing the order: 0x00 becomes 0x00 0xFF and the
-// key ends with 0x00 0x01.
-func appendEscaped(dst, key []byte) []byte {
-	for _, c := range key {
-		if c == 0 {
-			dst = append(dst, 0, 0xFF)
-		} else {
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, 0, 1)
+// runSource is one sorted input of the merge: a run file or the records
+// still in memory.
+type runSource struct {
+	r          *bufio.Reader
+	path       string
+	mem        []sortRec
+	order      int // earlier runs win ties, which keeps equal keys in insertion order
+	key, value []byte
 }
 
-func unescape(dst, esc []byte) []byte {
-	esc = esc[:len(esc)-2] // the terminator
-	for i := 0; i < len(esc); i++ {
-		dst = append(dst, esc[i])
-		if esc[i] == 0 {
-			i++ // skip the 0xFF of an escaped zero
+func (r *runSource) next() (bool, error) {
+	if r.r == nil {
+		if len(r.mem) == 0 {
+			return false, nil
 		}
+		r.key, r.value, r.mem = r.mem[0].key, r.mem[0].value, r.mem[1:]
+		return true, nil
 	}
-	return dst
+	kl, err := binary.ReadUvarint(r.r)
+	if errors.Is(err, io.EOF) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read sort run %s: %w", r.path, err)
+	}
+	vl, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		return false, fmt.Errorf("read sort run %s: %w", r.path, err)
+	}
+	n := int(kl + vl)
+	if cap(r.key) < n {
+		r.key = make([]byte, n)
+	}
+	buf := r.key[:n]
+	if _, err := io.ReadFull(r.r, buf); err != nil {
+		return false, fmt.Errorf("read sort run %s: %w", r.path, err)
+	}
+	r.key, r.value = buf[:kl:kl], buf[kl:]
+	return true, nil
 }
 
-// Close releases memory and removes the spill store. It is idempotent.
+type mergeHeap []*runSource
+
+func (h mergeHeap) Len() int { return len(h) }
+func (h mergeHeap) Less(i, j int) bool {
+	if c := bytes.Compare(h[i].key, h[j].key); c != 0 {
+		return c < 0
+	}
+	return h[i].order < h[j].order
+}
+func (h mergeHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *mergeHeap) Push(x any)   { *h = append(*h, x.(*runSource)) }
+func (h *mergeHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+func (h *mergeHeap) push(src *runSource) error {
+	ok, err := src.next()
+	if err != nil {
+		return err
+	}
+	if ok {
+		heap.Push(h, src)
+	}
+	return nil
+}
+
+// Close releases memory and removes the spill files. It is idempotent.
 func (s *Sorter) Close() error {
-	s.recs, s.arena = nil, nil
-	var err error
-	if s.db != nil {
-		err = s.db.Close()
-		s.db = nil
+	s.recs, s.arena, s.runs = nil, nil, nil
+	if s.tmp == "" {
+		return nil
 	}
-	if s.tmp != "" {
-		if rmErr := os.RemoveAll(s.tmp); err == nil {
-			err = rmErr
-		}
-		s.tmp = ""
+	err := os.RemoveAll(s.tmp)
+	s.tmp = ""
+	if err != nil {
+		return fmt.Errorf("remove spill directory: %w", err)
 	}
-	return err
-}
-
-// pebbleLogger sends Pebble's messages to slog at debug level; its errors
-// surface through the calls that fail.
-type pebbleLogger struct{ log *slog.Logger }
-
-func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Warn(fmt.Sprintf(format, args...), "component", "pebble")
-}
-
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
+	return nil
 }

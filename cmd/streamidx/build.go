@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -46,6 +48,7 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if err != nil {
 		return exitError, err
 	}
+	limitMemory(int64(e.cfg.Build.MemoryBudget))
 	start := time.Now()
 	progress := newProgressLine(g.stderr, e.cfg.Build.Progress)
 	defer progress.finish()
@@ -97,4 +100,13 @@ func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 		return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
 	}
 	return s, nil
+}
+
+// limitMemory makes the Go runtime collect garbage before the heap grows
+// far past the build's budget (sort buffer plus Parquet row groups and Arrow
+// batches in flight), unless the user set GOMEMLIMIT.
+func limitMemory(budget int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(budget + 256<<20)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"syscall"
 )
@@ -60,6 +61,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	g.register(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if path := os.Getenv("STREAMIDX_CPUPROFILE"); path != "" {
+		// For measuring: a CPU profile of the whole command.
+		if f, err := os.Create(path); err == nil {
+			defer f.Close()
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	code, err := c.run(ctx, g, fs, args[1:], stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK

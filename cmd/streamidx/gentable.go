@@ -1,0 +1,55 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/streamidx/streamidx/internal/workload"
+)
+
+func init() {
+	register(command{name: "gen-table", summary: "write a synthetic orders table (for measurements, the demo and trials)", run: runGenTable})
+}
+
+func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
+	tableName := fs.String("table", "demo.orders", "table `NS.TABLE` to create or append to")
+	rowsN := fs.Int64("rows", 1_000_000, "number of orders")
+	commits := fs.Int("commits", 1, "number of append commits the rows are spread over")
+	start := fs.Int64("start", 0, "first order id")
+	seed := fs.Uint64("seed", 1, "random seed")
+	formatVersion := fs.Int("format-version", 2, "Iceberg format version of a new table")
+	if err := fs.Parse(args); err != nil {
+		return exitError, err
+	}
+	if *commits < 1 || *rowsN < 0 {
+		return exitError, fmt.Errorf("want --rows >= 0 and --commits >= 1")
+	}
+	e, err := openEnv(ctx, g)
+	if err != nil {
+		return exitError, err
+	}
+	defer e.Close()
+	id, err := parseTable(*tableName)
+	if err != nil {
+		return exitError, err
+	}
+	tbl, err := workload.CreateOrders(ctx, e.cat, id, *formatVersion)
+	if err != nil {
+		return exitError, err
+	}
+	began := time.Now()
+	per := (*rowsN + int64(*commits) - 1) / int64(*commits)
+	for from := *start; from < *start+*rowsN; from += per {
+		to := min(from+per, *start+*rowsN)
+		if tbl, err = workload.Append(ctx, tbl, from, to, 0, *seed); err != nil {
+			return exitError, err
+		}
+		e.log.Info("appended orders", "table", *tableName, "from", from, "to", to, "snapshot", tbl.CurrentSnapshot().SnapshotID)
+	}
+	el := time.Since(began)
+	fmt.Fprintf(stdout, "wrote %d orders to %s in %s (%.0f rows/s)\n", *rowsN, *tableName, el.Round(time.Millisecond), float64(*rowsN)/el.Seconds())
+	return exitOK, nil
+}

@@ -1,0 +1,340 @@
+package flush
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/objstore"
+)
+
+// ExpireOptions tune Expire.
+type ExpireOptions struct {
+	// RetainLast keeps the newest index snapshots; older ones expire.
+	// Values below 1 select the default. Default: 10.
+	RetainLast int
+	// MaxAge expires index snapshots older than this, whatever RetainLast
+	// says. Default: 0, no age limit.
+	MaxAge time.Duration
+	// OrphanGrace protects recent work from a concurrent writer that has
+	// not committed yet: unreferenced files younger than this are kept, and
+	// an index snapshot superseded less than this long ago does not expire,
+	// since an update may be building on it. Default: 1h.
+	OrphanGrace time.Duration
+	// IOProperties are passed to iceberg-go's IO. Default: none.
+	IOProperties map[string]string
+	// MaxAttempts bounds the compare-and-swap retries. Default: 20.
+	MaxAttempts int
+	// Logger. Default: discard.
+	Logger *slog.Logger
+	// Now is the clock. Default: time.Now.
+	Now func() time.Time
+	// DryRun reports what would expire and be deleted, and changes nothing.
+	// Default: false.
+	DryRun bool
+}
+
+func (o *ExpireOptions) ensureDefaults() {
+	if o.RetainLast < 1 {
+		o.RetainLast = 10
+	}
+	if o.OrphanGrace <= 0 {
+		o.OrphanGrace = time.Hour
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 20
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+}
+
+// ExpireResult is what Expire removed, or would remove in a dry run.
+type ExpireResult struct {
+	SnapshotsExpired int
+	// FilesDeleted are the range and tracking files deleted.
+	FilesDeleted []string
+	BytesFreed   int64
+}
+
+// errNothingToExpire ends a commit whose expiry a concurrent writer already
+// made.
+var errNothingToExpire = errors.New("nothing to expire")
+
+// Expire removes old index snapshots from the index's metadata, then
+// deletes the range files under <location>/data and the tracking files
+// (metadata/snap-*.avro) that no remaining snapshot references. A snapshot
+// expires when it is not among the RetainLast newest or is older than
+// MaxAge; the current snapshot never expires, nor one superseded less than
+// OrphanGrace ago. Metadata files (*.metadata.json) are the catalog's and
+// are never touched; nor is any file younger than OrphanGrace. is resolves
+// the index schema that tracking files are read with.
+//
+// The trimmed metadata is committed with a compare-and-swap; on a conflict
+// the expiry is worked out again on top of the winner, so a concurrent
+// commit is never lost. A file that cannot be deleted is logged and left
+// for the next run.
+func Expire(ctx context.Context, cat indexcatalog.Catalog, table []string, index string,
+	is func(*format.Metadata) (*format.IndexSchema, error), opts ExpireOptions) (*ExpireResult, error) {
+	opts.ensureDefaults()
+	now := opts.Now()
+	md, _, err := cat.Load(ctx, table, index)
+	if err != nil {
+		return nil, err
+	}
+	res := &ExpireResult{}
+	if expired := expiredSnapshots(md, now, opts); len(expired) > 0 {
+		if opts.DryRun {
+			md = withoutSnapshots(md, expired)
+			res.SnapshotsExpired = len(expired)
+		} else {
+			committed, loc, err := indexcatalog.CommitWithRetry(ctx, cat, table, index, func(base *format.Metadata) (*format.Metadata, error) {
+				expired := expiredSnapshots(base, now, opts)
+				if len(expired) == 0 {
+					return nil, errNothingToExpire
+				}
+				res.SnapshotsExpired = len(expired)
+				return withoutSnapshots(base, expired), nil
+			}, opts.MaxAttempts)
+			switch {
+			case errors.Is(err, errNothingToExpire):
+				res.SnapshotsExpired = 0
+				if md, _, err = cat.Load(ctx, table, index); err != nil {
+					return nil, err
+				}
+			case err != nil:
+				return nil, fmt.Errorf("expire snapshots of index %s: %w", index, err)
+			default:
+				md = committed
+				opts.Logger.Info("index snapshots expired", "index", index, "expired", res.SnapshotsExpired,
+					"remaining", len(md.Snapshots), "metadata", loc)
+			}
+		}
+	}
+	if err := deleteUnreferenced(ctx, md, is, now, opts, res); err != nil {
+		return res, fmt.Errorf("delete unreferenced files of index %s: %w", index, err)
+	}
+	return res, nil
+}
+
+// expiredSnapshots returns the ids of the snapshots of md that expire at now.
+func expiredSnapshots(md *format.Metadata, now time.Time, opts ExpireOptions) map[int64]bool {
+	out := map[int64]bool{}
+	n := len(md.Snapshots)
+	settled := now.Add(-opts.OrphanGrace).UnixMilli()
+	for i := 0; i < n-1; i++ { // the last is the current snapshot
+		s := md.Snapshots[i]
+		old := opts.MaxAge > 0 && s.TimestampMs < now.Add(-opts.MaxAge).UnixMilli()
+		if i >= n-opts.RetainLast && !old {
+			continue
+		}
+		if md.Snapshots[i+1].TimestampMs > settled {
+			continue // superseded recently: an update may still be based on it
+		}
+		out[s.SnapshotID] = true
+	}
+	return out
+}
+
+func withoutSnapshots(md *format.Metadata, ids map[int64]bool) *format.Metadata {
+	out := md.Clone()
+	out.Snapshots = slices.DeleteFunc(out.Snapshots, func(s format.Snapshot) bool { return ids[s.SnapshotID] })
+	return out
+}
+
+// deleteUnreferenced deletes (or, in a dry run, lists) the settled files
+// under the index's data and metadata directories that no snapshot of md
+// references.
+func deleteUnreferenced(ctx context.Context, md *format.Metadata, is func(*format.Metadata) (*format.IndexSchema, error),
+	now time.Time, opts ExpireOptions, res *ExpireResult) error {
+	referenced, err := referencedFiles(ctx, md, is, opts)
+	if err != nil {
+		return err
+	}
+	for _, dir := range []struct {
+		name string
+		// deletable says which unreferenced files of the directory are the
+		// index's to delete.
+		deletable func(base string) bool
+	}{
+		{"data", func(string) bool { return true }},
+		{"metadata", isTrackingFileName},
+	} {
+		root := objstore.Join(md.Location, dir.name)
+		fsys, files, err := listFiles(ctx, opts.IOProperties, root)
+		if err != nil {
+			return err
+		}
+		for _, f := range files {
+			switch {
+			case referenced[fileName(f.location)] || !dir.deletable(fileName(f.location)):
+				continue
+			case f.modTime.IsZero() || now.Sub(f.modTime) < opts.OrphanGrace:
+				continue // too young, or of unknown age: a writer may be about to commit it
+			}
+			if !opts.DryRun {
+				if err := fsys.Remove(f.location); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					opts.Logger.Warn("could not delete unreferenced index file", "file", f.location, "err", err)
+					continue
+				}
+			}
+			res.FilesDeleted = append(res.FilesDeleted, f.location)
+			res.BytesFreed += f.size
+		}
+	}
+	if len(res.FilesDeleted) > 0 {
+		opts.Logger.Info("unreferenced index files deleted", "files", len(res.FilesDeleted), "bytes", res.BytesFreed, "dry_run", opts.DryRun)
+	}
+	return nil
+}
+
+// isTrackingFileName matches the tracking files Publish writes and the
+// temporary files a crash can leave of them.
+func isTrackingFileName(base string) bool {
+	return strings.HasPrefix(base, "snap-") && strings.HasSuffix(base, ".avro") ||
+		strings.HasPrefix(base, ".snap-") && strings.HasSuffix(base, ".tmp")
+}
+
+// referencedFiles returns the names (see fileName) of the tracking files of
+// md's snapshots and of the range files they list. A tracking file that
+// cannot be read stops the clean-up: what it references is unknown.
+func referencedFiles(ctx context.Context, md *format.Metadata, is func(*format.Metadata) (*format.IndexSchema, error), opts ExpireOptions) (map[string]bool, error) {
+	out := map[string]bool{}
+	if len(md.Snapshots) == 0 {
+		return out, nil
+	}
+	schema, err := is(md)
+	if err != nil {
+		return nil, fmt.Errorf("resolve index schema: %w", err)
+	}
+	for _, s := range md.Snapshots {
+		out[fileName(s.TrackingFile)] = true
+		data, err := objstore.ReadFile(ctx, opts.IOProperties, s.TrackingFile)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+		}
+		entries, err := format.ReadTrackingFile(bytes.NewReader(data), s.TrackingFile, schema)
+		if err != nil {
+			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+		}
+		for _, e := range entries {
+			out[fileName(e.FilePath)] = true
+		}
+	}
+	return out, nil
+}
+
+// listedFile is a file found under an index directory.
+type listedFile struct {
+	location string // in the form of the directory's location
+	size     int64
+	modTime  time.Time
+}
+
+// listFiles lists the files under root, recursively where the storage can
+// walk, and returns the storage to delete them with. A missing directory
+// is empty.
+func listFiles(ctx context.Context, props map[string]string, root string) (iceio.IO, []listedFile, error) {
+	fsys, err := iceio.LoadFS(ctx, props, root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open storage for %s: %w", root, err)
+	}
+	var out []listedFile
+	add := func(p string, d fs.DirEntry) error {
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // deleted while listing
+		}
+		if err != nil {
+			return fmt.Errorf("list %s: %w", p, err)
+		}
+		out = append(out, listedFile{location: relocate(root, p), size: info.Size(), modTime: info.ModTime()})
+		return nil
+	}
+	if l, ok := fsys.(iceio.ListableIO); ok {
+		err := l.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil
+			case err != nil:
+				return fmt.Errorf("list %s: %w", p, err)
+			case d.IsDir():
+				return ctx.Err()
+			}
+			return add(p, d)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		return fsys, out, nil
+	}
+	f, err := fsys.Open(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fsys, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", root, err)
+	}
+	defer f.Close()
+	rd, ok := f.(iceio.ReadDirFile)
+	if !ok {
+		return nil, nil, fmt.Errorf("list %s: storage cannot list directories", root)
+	}
+	entries, err := rd.ReadDir(-1)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", root, err)
+	}
+	for _, d := range entries {
+		if !d.IsDir() {
+			if err := add(objstore.Join(root, d.Name()), d); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	return fsys, out, nil
+}
+
+// relocate rewrites a path that a storage walk reports (a local path, or a
+// URI) in the form of root, the form that tracking files use.
+func relocate(root, p string) string {
+	r, c := canonicalLocation(root), canonicalLocation(p)
+	if rel, ok := strings.CutPrefix(c, r+"/"); ok {
+		return objstore.Join(root, rel)
+	}
+	return p
+}
+
+// canonicalLocation lets a file:// URI and the local path it names compare
+// equal. It does not decode escapes: a walk reports names as stored.
+func canonicalLocation(loc string) string {
+	if rest, ok := strings.CutPrefix(loc, "file://"); ok {
+		loc = strings.TrimPrefix(rest, "localhost")
+	} else if rest, ok := strings.CutPrefix(loc, "file:"); ok && strings.HasPrefix(rest, "/") {
+		loc = rest
+	}
+	if !strings.Contains(loc, "://") {
+		return path.Clean(loc)
+	}
+	return strings.TrimRight(loc, "/")
+}
+
+// fileName is the last element of a location. Range and tracking files
+// have unique names (UUIDs, snapshot ids), so a name identifies a file
+// whatever form its location takes (URI or path, s3:// or s3a://).
+func fileName(loc string) string {
+	return path.Base(canonicalLocation(loc))
+}

@@ -1,0 +1,679 @@
+package ingest
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/tablescan"
+	"github.com/streamidx/streamidx/staging"
+)
+
+// Sink receives the mutations of a table delta: an index entry (its values
+// in EntrySchema order) and +1 for an insert or -1 for a delete. The entry
+// and the values it holds are valid only during the call: a sink encodes or
+// copies what it keeps. An error stops the delta and is returned by
+// ComputeDelta.
+type Sink func(entry format.Key, count int) error
+
+// DeltaStats say what a table delta read and emitted; they feed metrics.
+type DeltaStats struct {
+	DataFilesAdded     int   // data files live in the new snapshot and not in the old
+	DataFilesRemoved   int   // data files live in the old snapshot and not in the new
+	DeleteFilesAdded   int   // delete files live in the new snapshot and not in the old
+	DeleteFilesRemoved int   // delete files live in the old snapshot and not in the new
+	FilesScanned       int   // data files whose rows were read
+	Inserts            int64 // mutations with count +1
+	Deletes            int64 // mutations with count -1
+
+	// EqualityDeleteSlowPath counts the data files read in full because an
+	// equality delete file may apply to them and no EqualityResolver could
+	// narrow it down to positions.
+	EqualityDeleteSlowPath int
+}
+
+// EqualityResolver finds, through an index of the old snapshot, the rows an
+// equality delete may remove, so that the delta reads those positions
+// instead of every data file the delete may apply to.
+type EqualityResolver interface {
+	// ResolveEquality returns, by data file location, the positions of
+	// every row live in the old snapshot whose values of fieldIDs equal one
+	// of tuples (each holds the values of fieldIDs in that order, as
+	// canonical Go values; nil is null, and null equals null). Extra
+	// positions cost reading time but never correctness; a missing one makes
+	// the delta wrong. ok is false when the resolver cannot answer for these
+	// fields (no index has them as its leading cluster fields); the delta
+	// then reads every candidate data file.
+	ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (positions map[string][]int64, ok bool, err error)
+}
+
+// DeltaOptions tune ComputeDelta.
+type DeltaOptions struct {
+	// Equality resolves equality deletes to positions through an index.
+	// Default: none; every data file an equality delete may apply to is read.
+	Equality EqualityResolver
+	// BatchRows is how many rows are read from a data file at a time.
+	// Default tablescan.DefaultBatchRows.
+	BatchRows int
+	// Allocator allocates the Arrow buffers. Default memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+// ComputeDelta emits the mutations that turn the index entries of the live
+// rows of snapshot old into those of snapshot snap: after applying them to a
+// multiset holding exactly the entries of old, it holds exactly the entries
+// of snap. old is usually snap's parent, but any earlier snapshot of the
+// table works, which lets an updater that fell behind skip to the newest
+// snapshot; a nil old (the table's first snapshot) makes every live row of
+// snap an insert. Entries are computed by format.Entries with is, whatever
+// schema each snapshot was written with.
+//
+// The delta reads only the data files whose live rows may differ: files
+// live in one snapshot only, and files live in both whose applicable delete
+// files differ (spec rules: position deletes and deletion vectors, equality
+// deletes of a higher sequence number in the same partition or of an
+// unpartitioned spec). Manifests that both snapshots list are read only when
+// delete files changed. A file read on both sides is compared position by
+// position, streaming both sides in position order, so memory is bounded by
+// a batch per side; a row live in both with the same entry cancels out, and
+// where only positions changed, only those positions are read out. Mutations
+// come in file order, not cluster order; staging sorts them.
+func ComputeDelta(ctx context.Context, tbl *table.Table, old, snap *table.Snapshot, is *format.IndexSchema, opts DeltaOptions, sink Sink) (DeltaStats, error) {
+	if snap == nil {
+		return DeltaStats{}, errors.New("compute table delta: no snapshot given")
+	}
+	if opts.Allocator == nil {
+		opts.Allocator = memory.DefaultAllocator
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return DeltaStats{}, fmt.Errorf("open table io: %w", err)
+	}
+	d := &delta{
+		ctx: ctx, tbl: tbl, fs: fs, is: is, codec: staging.NewEntryCodec(is), opts: opts, sink: sink,
+		resolved: map[string]*resolution{},
+	}
+	if d.old, err = d.openSide(old); err != nil {
+		return d.stats, err
+	}
+	if d.new, err = d.openSide(snap); err != nil {
+		return d.stats, err
+	}
+	if err := d.run(); err != nil {
+		return d.stats, fmt.Errorf("delta of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	return d.stats, nil
+}
+
+// side is one of the two snapshots being compared.
+type side struct {
+	snap      *table.Snapshot // nil: the empty table
+	schema    *iceberg.Schema
+	manifests []iceberg.ManifestFile
+	deletes   *tablescan.DeleteIndex
+	scan      tablescan.Options // columns: what the index reads, with _pos
+	posCol    int               // column of _pos in scanned batches
+}
+
+// fileRef is a live data file with its data sequence number.
+type fileRef struct {
+	file iceberg.DataFile
+	seq  int64
+}
+
+// resolution is what the EqualityResolver said about one delete file.
+type resolution struct {
+	ok     bool
+	byFile map[string][]int64
+}
+
+type delta struct {
+	ctx      context.Context
+	tbl      *table.Table
+	fs       iceio.IO
+	is       *format.IndexSchema
+	codec    *staging.EntryCodec
+	opts     DeltaOptions
+	sink     Sink
+	old, new *side
+	stats    DeltaStats
+	resolved map[string]*resolution // by equality delete file location
+}
+
+func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
+	s := &side{snap: snap, schema: compactor.SnapshotSchema(d.tbl, snap)}
+	if snap != nil {
+		var err error
+		if s.manifests, err = snap.Manifests(d.fs); err != nil {
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		}
+	}
+	deletes, err := tablescan.PlanDeletes(d.ctx, d.tbl, snap)
+	if err != nil {
+		return nil, err
+	}
+	s.deletes = deletes
+	columns, err := scanColumns(s.schema, d.is.SourceFieldIDs())
+	if err != nil {
+		return nil, err
+	}
+	s.posCol = slices.Index(columns, format.FieldIDPos)
+	if s.posCol < 0 {
+		s.posCol = len(columns)
+		columns = append(columns, format.FieldIDPos)
+	}
+	s.scan = tablescan.Options{
+		Columns:       columns,
+		BatchRows:     d.opts.BatchRows,
+		NameMapping:   d.tbl.NameMapping(),
+		FormatVersion: d.tbl.Metadata().Version(),
+		Allocator:     d.opts.Allocator,
+	}
+	return s, nil
+}
+
+// scanColumns maps the fields an index reads to the top-level columns that
+// hold them, as the full build does: a nested identity field is read through
+// its top-level struct.
+func scanColumns(schema *iceberg.Schema, ids []int) ([]int, error) {
+	parents, err := iceberg.IndexParents(schema)
+	if err != nil {
+		return nil, fmt.Errorf("index schema parents: %w", err)
+	}
+	var out []int
+	for _, id := range ids {
+		for {
+			p, ok := parents[id]
+			if !ok {
+				break
+			}
+			id = p
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func (d *delta) run() error {
+	listedOld := map[string]bool{}
+	for _, m := range d.old.manifests {
+		listedOld[m.FilePath()] = true
+	}
+	listedNew := map[string]bool{}
+	for _, m := range d.new.manifests {
+		listedNew[m.FilePath()] = true
+	}
+	// A manifest file is immutable, so one both snapshots list contributes
+	// the same live files to both: only the others can hold differences.
+	var common []iceberg.ManifestFile
+	var onlyOld, onlyNew []iceberg.ManifestFile
+	for _, m := range d.old.manifests {
+		if !listedNew[m.FilePath()] {
+			onlyOld = append(onlyOld, m)
+		}
+	}
+	for _, m := range d.new.manifests {
+		if listedOld[m.FilePath()] {
+			common = append(common, m)
+		} else {
+			onlyNew = append(onlyNew, m)
+		}
+	}
+	dataOld, delOld, err := d.liveFiles(onlyOld)
+	if err != nil {
+		return err
+	}
+	dataNew, delNew, err := d.liveFiles(onlyNew)
+	if err != nil {
+		return err
+	}
+	for p := range delNew {
+		if !delOld[p] {
+			d.stats.DeleteFilesAdded++
+		}
+	}
+	for p := range delOld {
+		if !delNew[p] {
+			d.stats.DeleteFilesRemoved++
+		}
+	}
+
+	var both []fileRef
+	for _, ref := range sortedRefs(dataNew) {
+		if _, ok := dataOld[ref.file.FilePath()]; ok {
+			both = append(both, ref)
+			continue
+		}
+		d.stats.DataFilesAdded++
+		if err := d.diffWhole(nil, d.new, ref); err != nil {
+			return err
+		}
+	}
+	for _, ref := range sortedRefs(dataOld) {
+		if _, ok := dataNew[ref.file.FilePath()]; ok {
+			continue
+		}
+		d.stats.DataFilesRemoved++
+		if err := d.diffWhole(d.old, nil, ref); err != nil {
+			return err
+		}
+	}
+	if d.stats.DeleteFilesAdded+d.stats.DeleteFilesRemoved == 0 {
+		// The delete state of a file depends only on the live delete files,
+		// so files live in both are unchanged.
+		return nil
+	}
+	for _, m := range common {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		for e, err := range m.Entries(d.fs, true) {
+			if err != nil {
+				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+			}
+			both = append(both, fileRef{file: e.DataFile(), seq: e.SequenceNum()})
+		}
+	}
+	for _, ref := range both {
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+		if err := d.diffBoth(ref); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveFiles reads the live entries of manifests: data files by location
+// and the set of delete file locations.
+func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef, map[string]bool, error) {
+	data, deletes := map[string]fileRef{}, map[string]bool{}
+	for _, m := range manifests {
+		for e, err := range m.Entries(d.fs, true) {
+			if err != nil {
+				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
+			}
+			df := e.DataFile()
+			if df.ContentType() == iceberg.EntryContentData {
+				data[df.FilePath()] = fileRef{file: df, seq: e.SequenceNum()}
+			} else {
+				deletes[df.FilePath()] = true
+			}
+		}
+	}
+	return data, deletes, nil
+}
+
+func sortedRefs(m map[string]fileRef) []fileRef {
+	out := make([]fileRef, 0, len(m))
+	for _, r := range m {
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b fileRef) int { return cmp.Compare(a.file.FilePath(), b.file.FilePath()) })
+	return out
+}
+
+// diffWhole emits a file live on one side only: all its live rows go
+// (-1, from old) or come (+1, from new).
+func (d *delta) diffWhole(old, new *side, ref fileRef) error {
+	var delOld, delNew *tablescan.FileDeletes
+	var err error
+	if old != nil {
+		if delOld, err = old.deletes.Load(d.ctx, d.fs, old.schema, ref.file, ref.seq, old.scan); err != nil {
+			return err
+		}
+	}
+	if new != nil {
+		if delNew, err = new.deletes.Load(d.ctx, d.fs, new.schema, ref.file, ref.seq, new.scan); err != nil {
+			return err
+		}
+	}
+	return d.diffFile(ref.file, delOld, delNew)
+}
+
+// diffBoth compares a file live in both snapshots when its applicable
+// delete files differ. Changed position deletes and deletion vectors (a
+// replacing vector included) limit the comparison to the positions they
+// differ at; an equality delete limits it to the positions the resolver
+// names, or, without one, to none: the whole file is compared.
+func (d *delta) diffBoth(ref fileRef) error {
+	appOld := d.old.deletes.Applicable(ref.file, ref.seq)
+	appNew := d.new.deletes.Applicable(ref.file, ref.seq)
+	inOld := map[string]bool{}
+	for _, x := range appOld {
+		inOld[x.File.FilePath()] = true
+	}
+	inNew := map[string]bool{}
+	for _, x := range appNew {
+		inNew[x.File.FilePath()] = true
+	}
+	var changedPositions, whole bool
+	explicit := roaring64.New()
+	classify := func(x tablescan.DeleteFile, added bool) error {
+		if x.File.ContentType() == iceberg.EntryContentPosDeletes {
+			changedPositions = true
+			return nil
+		}
+		if added {
+			r, err := d.resolve(x.File)
+			if err != nil {
+				return err
+			}
+			if r.ok {
+				for _, p := range r.byFile[ref.file.FilePath()] {
+					if p >= 0 {
+						explicit.Add(uint64(p))
+					}
+				}
+				return nil
+			}
+		}
+		whole = true
+		return nil
+	}
+	for _, x := range appNew {
+		if !inOld[x.File.FilePath()] {
+			if err := classify(x, true); err != nil {
+				return err
+			}
+		}
+	}
+	for _, x := range appOld {
+		if !inNew[x.File.FilePath()] {
+			if err := classify(x, false); err != nil {
+				return err
+			}
+		}
+	}
+	if !changedPositions && !whole && explicit.IsEmpty() {
+		return nil
+	}
+	delOld, err := d.old.deletes.Load(d.ctx, d.fs, d.old.schema, ref.file, ref.seq, d.old.scan)
+	if err != nil {
+		return err
+	}
+	delNew, err := d.new.deletes.Load(d.ctx, d.fs, d.new.schema, ref.file, ref.seq, d.new.scan)
+	if err != nil {
+		return err
+	}
+	if whole {
+		d.stats.EqualityDeleteSlowPath++
+		return d.diffFile(ref.file, delOld, delNew)
+	}
+	if changedPositions {
+		explicit.Or(roaring64.Xor(positionsOf(delOld), positionsOf(delNew)))
+	}
+	if explicit.IsEmpty() {
+		return nil
+	}
+	rows := ref.file.Count()
+	return d.diffFile(ref.file, restrict(delOld, explicit, rows), restrict(delNew, explicit, rows))
+}
+
+func positionsOf(fd *tablescan.FileDeletes) *roaring64.Bitmap {
+	out := roaring64.New()
+	if fd.Positions != nil {
+		for p := range fd.Positions.Positions() {
+			out.Add(p)
+		}
+	}
+	return out
+}
+
+// restrict returns the delete state fd with every position of [0, rows)
+// outside keep deleted too, so that a scan passes on only rows at keep.
+func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) *tablescan.FileDeletes {
+	pos := dv.NewRoaringPositionBitmap()
+	if fd.Positions != nil {
+		pos.Or(fd.Positions)
+	}
+	next := uint64(0)
+	end := uint64(max(rows, 0))
+	it := keep.Iterator()
+	for it.HasNext() {
+		p := it.Next()
+		if p >= end {
+			break
+		}
+		if p > next {
+			pos.SetRange(next, p)
+		}
+		next = p + 1
+	}
+	if next < end {
+		pos.SetRange(next, end)
+	}
+	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}
+}
+
+// resolve asks the resolver, once per equality delete file, which rows of
+// the old snapshot the delete may remove.
+func (d *delta) resolve(del iceberg.DataFile) (*resolution, error) {
+	if r, ok := d.resolved[del.FilePath()]; ok {
+		return r, nil
+	}
+	r := &resolution{}
+	if d.opts.Equality != nil {
+		ids := del.EqualityFieldIDs()
+		tuples, err := d.equalityTuples(del, ids)
+		if err != nil {
+			return nil, err
+		}
+		byFile, ok, err := d.opts.Equality.ResolveEquality(d.ctx, ids, tuples)
+		if err != nil {
+			return nil, fmt.Errorf("resolve equality deletes of %s: %w", del.FilePath(), err)
+		}
+		r.ok, r.byFile = ok, byFile
+	}
+	d.resolved[del.FilePath()] = r
+	return r, nil
+}
+
+// dataView lets the data file reader read an equality delete file, which
+// is a Parquet file of the equality columns under their field IDs.
+type dataView struct{ iceberg.DataFile }
+
+func (dataView) ContentType() iceberg.ManifestEntryContent { return iceberg.EntryContentData }
+
+// equalityTuples reads the rows of an equality delete file as the values of
+// ids, typed by the new snapshot's schema.
+func (d *delta) equalityTuples(del iceberg.DataFile, ids []int) ([]format.Key, error) {
+	types := make([]iceberg.Type, len(ids))
+	for i, id := range ids {
+		f, ok := d.new.schema.FindFieldByID(id)
+		if !ok {
+			return nil, fmt.Errorf("equality delete file %s: field %d is not in the schema", del.FilePath(), id)
+		}
+		types[i] = f.Type
+	}
+	opts := d.new.scan
+	opts.Columns = ids
+	var tuples []format.Key
+	err := tablescan.ScanFile(d.ctx, d.fs, d.new.schema, dataView{del}, nil, opts, func(rec arrow.RecordBatch) error {
+		for i := range int(rec.NumRows()) {
+			t := make(format.Key, len(ids))
+			for j := range ids {
+				t[j] = format.ValueAtAs(types[j], rec.Column(j), i)
+			}
+			tuples = append(tuples, t)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read equality delete file %s: %w", del.FilePath(), err)
+	}
+	return tuples, nil
+}
+
+// diffFile compares the live rows of one data file under two delete states
+// (nil: the file is not live on that side) position by position and emits
+// the difference.
+func (d *delta) diffFile(file iceberg.DataFile, delOld, delNew *tablescan.FileDeletes) error {
+	d.stats.FilesScanned++
+	oldRows, err := d.open(d.old, file, delOld)
+	if err != nil {
+		return err
+	}
+	defer oldRows.close()
+	newRows, err := d.open(d.new, file, delNew)
+	if err != nil {
+		return err
+	}
+	defer newRows.close()
+	for !oldRows.done || !newRows.done {
+		switch {
+		case newRows.done || !oldRows.done && oldRows.pos() < newRows.pos():
+			if err := d.emit(oldRows, -1); err != nil {
+				return err
+			}
+			err = oldRows.advance()
+		case oldRows.done || newRows.pos() < oldRows.pos():
+			if err := d.emit(newRows, +1); err != nil {
+				return err
+			}
+			err = newRows.advance()
+		default:
+			if err := oldRows.load(d.codec); err != nil {
+				return err
+			}
+			if err := newRows.load(d.codec); err != nil {
+				return err
+			}
+			if !bytes.Equal(oldRows.val, newRows.val) {
+				if err := d.emit(oldRows, -1); err != nil {
+					return err
+				}
+				if err := d.emit(newRows, +1); err != nil {
+					return err
+				}
+			}
+			if err = oldRows.advance(); err == nil {
+				err = newRows.advance()
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *delta) emit(c *rowCursor, count int) error {
+	c.row = d.codec.Row(c.row, c.batch.entries, c.i)
+	if count > 0 {
+		d.stats.Inserts++
+	} else {
+		d.stats.Deletes++
+	}
+	return d.sink(c.row, count)
+}
+
+// rowBatch is a batch of entries with the file positions of their rows.
+type rowBatch struct {
+	entries arrow.RecordBatch
+	pos     *array.Int64
+}
+
+// rowCursor walks the live rows of one data file on one side, in position
+// order, pulling batches from the scan as it goes.
+type rowCursor struct {
+	next  func() (rowBatch, error, bool)
+	stop  func()
+	batch rowBatch
+	i     int
+	done  bool
+	row   format.Key
+	val   []byte
+}
+
+var errStopped = errors.New("scan stopped")
+
+// open starts reading file on side s under deletes; a nil deletes gives a
+// cursor that is done at once.
+func (d *delta) open(s *side, file iceberg.DataFile, deletes *tablescan.FileDeletes) (*rowCursor, error) {
+	c := &rowCursor{done: true}
+	if deletes == nil {
+		return c, nil
+	}
+	seq := func(yield func(rowBatch, error) bool) {
+		stopped := false
+		err := tablescan.ScanFile(d.ctx, d.fs, s.schema, file, deletes, s.scan, func(src arrow.RecordBatch) error {
+			entries, err := format.Entries(d.opts.Allocator, d.is, format.RecordColumns(src, s.schema))
+			if err != nil {
+				return fmt.Errorf("index entries of %s: %w", file.FilePath(), err)
+			}
+			defer entries.Release()
+			pos, ok := src.Column(s.posCol).(*array.Int64)
+			if !ok {
+				return fmt.Errorf("scan of %s: _pos is %s", file.FilePath(), src.Column(s.posCol).DataType())
+			}
+			if !yield(rowBatch{entries: entries, pos: pos}, nil) {
+				stopped = true
+				return errStopped
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(rowBatch{}, err)
+		}
+	}
+	c.next, c.stop = iter.Pull2(iter.Seq2[rowBatch, error](seq))
+	c.done = false
+	c.i = -1
+	if err := c.advance(); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *rowCursor) close() {
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+func (c *rowCursor) advance() error {
+	c.i++
+	for c.batch.entries == nil || c.i >= int(c.batch.entries.NumRows()) {
+		b, err, ok := c.next()
+		if !ok {
+			c.done, c.batch = true, rowBatch{}
+			return nil
+		}
+		if err != nil {
+			c.done = true
+			return err
+		}
+		c.batch, c.i = b, 0
+	}
+	return nil
+}
+
+func (c *rowCursor) pos() int64 { return c.batch.pos.Value(c.i) }
+
+// load reads the current row's entry and its encoding.
+func (c *rowCursor) load(codec *staging.EntryCodec) error {
+	c.row = codec.Row(c.row, c.batch.entries, c.i)
+	var err error
+	c.val, err = codec.AppendValue(c.val[:0], c.row)
+	return err
+}

@@ -1,0 +1,42 @@
+package workload
+
+import (
+	"context"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/streamidx/streamidx/internal/testtables"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestBatchesYieldEveryOrder(t *testing.T) {
+	_, seq := Batches(memory.DefaultAllocator, Sequential, 5, 25, 0, 1, 8)
+	var n, batches int64
+	for rec, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		batches++
+		n += rec.NumRows()
+		rec.Release()
+	}
+	if n != 20 || batches != 3 {
+		t.Fatalf("%d rows in %d batches", n, batches)
+	}
+}
+
+func TestAppendWritesRows(t *testing.T) {
+	cat, _ := testtables.NewCatalog(t)
+	ctx := context.Background()
+	tbl, err := CreateOrders(ctx, cat, table.Identifier{"w", "orders"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = Append(ctx, tbl, 0, 1000, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := tbl.CurrentSnapshot().Summary.Properties["total-records"]; got != "1000" {
+		t.Fatalf("total-records %q, want 1000 (%v)", got, tbl.CurrentSnapshot().Summary)
+	}
+}

@@ -1,0 +1,303 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"sync"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/format"
+)
+
+// ErrUnsupportedIndex is returned (wrapped, together with
+// format.ErrUnsupportedIndexType) for an index whose type the planner does
+// not implement, such as VECTOR. The spec says such an index is ignored:
+// the caller reads the table directly instead. It is never a reason to fail
+// a query.
+var ErrUnsupportedIndex = errors.New("the planner does not implement this index type: read the table directly")
+
+// ErrNoIndexSnapshot is returned (wrapped) when neither the requested table
+// snapshot nor any of its ancestors has an index snapshot: the index must
+// be built first.
+var ErrNoIndexSnapshot = errors.New("no index snapshot for the table snapshot or any of its ancestors")
+
+// ErrCannotReconcile is returned (wrapped) when the newest usable index
+// snapshot is older than the requested table snapshot and the index stores
+// no row locations (_file and _pos): without them entries of deleted rows
+// cannot be told apart, so the result could not be exact.
+var ErrCannotReconcile = errors.New("the index stores no row locations (_file, _pos), so it cannot be reconciled with a newer table snapshot")
+
+// Options tune a Planner. The zero value selects the defaults.
+type Options struct {
+	// IOProperties are passed to iceberg-go's IO to open tracking and range
+	// files, such as s3.endpoint. Default: none.
+	IOProperties map[string]string
+	// TrackingCacheFiles is how many decoded tracking files are kept, most
+	// recently used first. Default: 32.
+	TrackingCacheFiles int
+	// MaxKeyRanges caps the clustering-key ranges one lookup enumerates (an
+	// IN list times the values of other leading fields); beyond it the
+	// ranges cover fewer leading fields, which reads more but stays exact.
+	// Default: 65536.
+	MaxKeyRanges int
+	// BatchRows caps the entries of each batch read from a range file.
+	// Default: 8192.
+	BatchRows int
+	// Allocator allocates the result batches. Default: memory.DefaultAllocator.
+	Allocator memory.Allocator
+}
+
+func (o *Options) ensureDefaults() {
+	if o.TrackingCacheFiles <= 0 {
+		o.TrackingCacheFiles = 32
+	}
+	if o.MaxKeyRanges <= 0 {
+		o.MaxKeyRanges = 1 << 16
+	}
+	if o.BatchRows <= 0 {
+		o.BatchRows = 8192
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+}
+
+// Planner answers lookups through index snapshots. It is safe for
+// concurrent use; one Planner should serve a process so its tracking file
+// cache is shared.
+type Planner struct {
+	opts  Options
+	cache *trackingCache
+
+	mu  sync.Mutex
+	fss map[string]iceio.IO // by scheme and host
+}
+
+// New returns a Planner.
+func New(opts Options) *Planner {
+	opts.ensureDefaults()
+	return &Planner{opts: opts, cache: newTrackingCache(opts.TrackingCacheFiles), fss: map[string]iceio.IO{}}
+}
+
+// Query is one lookup.
+type Query struct {
+	// Where is the predicate, in the language of Parse; empty matches every
+	// entry.
+	Where string
+	// TableSnapshotID is the table snapshot the answer must be exact for.
+	// Default (0): the table's current snapshot.
+	TableSnapshotID int64
+	// Limit stops the lookup after this many rows; 0 means no limit. The
+	// rows returned are matches, but not necessarily the first in any order.
+	Limit int64
+}
+
+// Result is the answer to a lookup: the matching entries, exact for the
+// table snapshot, as Arrow record batches of the index's stored fields
+// (identity and materialized, _file and _pos included when the index has
+// them). The caller calls Release when done with the batches.
+type Result struct {
+	// Fields are the columns of the batches, in order.
+	Fields []format.IndexField
+	// Schema is the Arrow schema of the batches; fields carry their index
+	// field IDs as PARQUET:field_id.
+	Schema  *arrow.Schema
+	Batches []arrow.RecordBatch
+	// Locations are the matching rows' positions by data file, for an
+	// index that stores _file and _pos; nil for one that does not.
+	Locations map[string]*roaring64.Bitmap
+	// Truncated is set when Query.Limit stopped the lookup.
+	Truncated bool
+	Plan      Plan
+	Stats     Stats
+}
+
+// NumRows is the number of matching rows.
+func (r *Result) NumRows() int64 { return r.Stats.Rows }
+
+// Release releases the batches.
+func (r *Result) Release() {
+	for _, b := range r.Batches {
+		b.Release()
+	}
+	r.Batches = nil
+}
+
+// Stats count what a lookup read.
+type Stats struct {
+	RangeFilesTotal int   `json:"range_files_total"` // in the index snapshot
+	RangeFilesRead  int   `json:"range_files_read"`  // opened after pruning
+	RowGroupsTotal  int   `json:"row_groups_total"`  // in the range files read
+	RowGroupsRead   int   `json:"row_groups_read"`   // left after pruning by statistics
+	BytesRead       int64 `json:"bytes_read"`        // from range files
+	// TrackingBytesRead is the size of the tracking file, or 0 when it came
+	// from the cache.
+	TrackingBytesRead int64 `json:"tracking_bytes_read"`
+	EntriesScanned    int64 `json:"entries_scanned"` // entries decoded from range files
+	EntriesMatched    int64 `json:"entries_matched"` // of those, matching the predicate
+	// EntriesDropped are matches whose row was deleted, or whose data file
+	// was removed, after the index snapshot's table snapshot.
+	EntriesDropped int64 `json:"entries_dropped"`
+	// DataFilesScanned and DataRowsScanned count data files added after
+	// the index snapshot's table snapshot, which are read directly;
+	// RowsAdded are the matches found there.
+	DataFilesScanned int   `json:"data_files_scanned"`
+	DataRowsScanned  int64 `json:"data_rows_scanned"`
+	RowsAdded        int64 `json:"rows_added"`
+	Rows             int64 `json:"rows"` // in the result
+}
+
+// Lookup answers q for table tbl through the index whose metadata is md:
+// it picks the newest index snapshot built for the requested table snapshot
+// or an ancestor of it, reads only the range files, row groups and rows
+// the predicate can match, and, when that index snapshot is older than the
+// table snapshot, corrects the answer with the deletes and data files
+// committed since. The result is exact for the table snapshot.
+//
+// Errors: *PredicateError for a predicate that does not parse or that the
+// index cannot answer; ErrUnsupportedIndex for an index type the planner
+// does not implement; ErrNoIndexSnapshot; ErrCannotReconcile.
+func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*Result, error) {
+	if !md.Supported() {
+		return nil, fmt.Errorf("index %s has type %q: %w: %w", md.IndexUUID, md.Type, ErrUnsupportedIndex, format.ErrUnsupportedIndexType)
+	}
+	pred, err := Parse(q.Where)
+	if err != nil {
+		return nil, err
+	}
+	target, err := tableSnapshot(tbl, q.TableSnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	snap, source, behind, err := chooseSnapshot(tbl, md, target)
+	if err != nil {
+		return nil, err
+	}
+	sourceSchema := compactor.SnapshotSchema(tbl, source)
+	is, err := format.NewIndexSchema(md, sourceSchema)
+	if err != nil {
+		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, source.SnapshotID, err)
+	}
+	targetSchema := compactor.SnapshotSchema(tbl, target)
+	r, err := resolve(pred, is, targetSchema, sourceSchema)
+	if err != nil {
+		return nil, err
+	}
+	if behind > 0 && !is.HasLocation() {
+		return nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
+			snap.SnapshotID, source.SnapshotID, behind, target.SnapshotID, ErrCannotReconcile)
+	}
+	run, err := p.newRun(ctx, is, r, q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	run.res.Plan = Plan{
+		IndexUUID: md.IndexUUID, IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: source.SnapshotID,
+		TableSnapshotID: target.SnapshotID, CommitsBehind: behind, Predicate: pred.String(),
+	}
+	if behind > 0 {
+		if run.recon, err = newReconciler(ctx, tbl, source, target, targetSchema, is, p.opts.Allocator); err != nil {
+			return nil, err
+		}
+		run.res.Plan.RemovedDataFiles = run.recon.removed
+		for _, df := range run.recon.added {
+			run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.file.FilePath())
+		}
+	}
+	if err := run.execute(ctx, snap); err != nil {
+		run.res.Release()
+		return nil, err
+	}
+	return run.res, nil
+}
+
+// tableSnapshot returns the table snapshot with the given id, or the
+// current one for 0.
+func tableSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
+	if id == 0 {
+		if s := tbl.CurrentSnapshot(); s != nil {
+			return s, nil
+		}
+		return nil, fmt.Errorf("table %s has no snapshot: %w", tbl.Identifier(), ErrNoIndexSnapshot)
+	}
+	if s := tbl.SnapshotByID(id); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
+}
+
+// chooseSnapshot walks from the target table snapshot to its ancestors and
+// returns the newest index snapshot built for one of them, that table
+// snapshot and how many commits lie between it and the target.
+func chooseSnapshot(tbl *table.Table, md *format.Metadata, target *table.Snapshot) (*format.Snapshot, *table.Snapshot, int, error) {
+	behind := 0
+	for s := target; s != nil; behind++ {
+		if snaps := md.SnapshotsForSource(s.SnapshotID); len(snaps) > 0 {
+			return snaps[0], s, behind, nil
+		}
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	return nil, nil, 0, fmt.Errorf("table snapshot %d: %w", target.SnapshotID, ErrNoIndexSnapshot)
+}
+
+// fs returns the IO for a location, one per scheme and host. The IO
+// outlives the call that made it, so it does not take the call's
+// cancellation.
+func (p *Planner) fs(ctx context.Context, location string) (iceio.IO, error) {
+	key := "file"
+	if u, err := url.Parse(location); err == nil && u.Scheme != "" {
+		key = u.Scheme + "://" + u.Host
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if fsys, ok := p.fss[key]; ok {
+		return fsys, nil
+	}
+	fsys, err := iceio.LoadFS(context.WithoutCancel(ctx), p.opts.IOProperties, location)
+	if err != nil {
+		return nil, fmt.Errorf("open storage for %s: %w", location, err)
+	}
+	p.fss[key] = fsys
+	return fsys, nil
+}
+
+// tracking returns the decoded tracking file at loc and the bytes read for
+// it (0 from the cache).
+func (p *Planner) tracking(ctx context.Context, loc string, is *format.IndexSchema) (*tracking, int64, error) {
+	if t, ok := p.cache.get(loc); ok {
+		return t, 0, nil
+	}
+	fsys, err := p.fs(ctx, loc)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := fsys.Open(loc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open tracking file %s: %w", loc, err)
+	}
+	data, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, 0, fmt.Errorf("read tracking file %s: %w", loc, err)
+	}
+	entries, err := format.ReadTrackingFile(bytes.NewReader(data), loc, is)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := newTracking(is, entries)
+	p.cache.put(loc, t)
+	return t, int64(len(data)), nil
+}

@@ -1,0 +1,347 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+// errLimit stops reading once the limit is reached.
+var errLimit = errors.New("limit reached")
+
+// run is the state of one lookup.
+type run struct {
+	p      *Planner
+	is     *format.IndexSchema
+	r      *resolved
+	mem    memory.Allocator
+	schema *arrow.Schema // of the stored fields
+	colOf  map[int]int   // stored field ID -> column
+	// fileCol and posCol are the columns of _file and _pos, or -1.
+	fileCol, posCol int
+	limit           int64
+	recon           *reconciler
+	res             *Result
+}
+
+func (p *Planner) newRun(ctx context.Context, is *format.IndexSchema, r *resolved, limit int64) (*run, error) {
+	schema, err := format.ArrowSchema(is.StoredSchema())
+	if err != nil {
+		return nil, err
+	}
+	ru := &run{p: p, is: is, r: r, mem: p.opts.Allocator, schema: schema, colOf: map[int]int{}, fileCol: -1, posCol: -1, limit: limit}
+	ru.res = &Result{Schema: schema}
+	for i, f := range schema.Fields() {
+		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
+		id, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("arrow schema of index fields: field %s has no field ID", f.Name)
+		}
+		ru.colOf[id] = i
+		fld, _ := is.Field(id)
+		ru.res.Fields = append(ru.res.Fields, fld)
+		if r, ok := fld.Expr.(format.Ref); ok && fld.Kind == format.KindMaterialized {
+			switch r.ID {
+			case format.FieldIDFile:
+				ru.fileCol = i
+			case format.FieldIDPos:
+				ru.posCol = i
+			}
+		}
+	}
+	if ru.fileCol >= 0 && ru.posCol >= 0 {
+		ru.res.Locations = map[string]*roaring64.Bitmap{}
+	}
+	return ru, nil
+}
+
+// execute reads the index snapshot, then the data files added after it.
+func (ru *run) execute(ctx context.Context, snap *format.Snapshot) error {
+	t, n, err := ru.p.tracking(ctx, snap.TrackingFile, ru.is)
+	if err != nil {
+		return err
+	}
+	st, plan := &ru.res.Stats, &ru.res.Plan
+	st.TrackingBytesRead = n
+	st.RangeFilesTotal = len(t.entries)
+	plan.Fields = fieldPlans(ru.r)
+	types := ru.is.ClusterTypes()
+
+	var ranges []keyRange
+	why := make([]int, len(t.entries))
+	switch {
+	case ru.r.none:
+		for i := range why {
+			why[i] = -1
+		}
+	case t.groupMax == nil:
+		plan.KeyPruningOff = "a tracking entry lacks group_max_value"
+		ranges = []keyRange{{lo: keyBound{incl: true}, hi: keyBound{incl: true}}}
+	default:
+		ranges = keyRanges(ru.r, ru.p.opts.MaxKeyRanges)
+		why = chooseFiles(types, t.groupMax, ranges)
+	}
+	plan.KeyRanges = len(ranges)
+	for _, kr := range ranges[:min(len(ranges), maxExplainRanges)] {
+		plan.KeyRangeSample = append(plan.KeyRangeSample, formatRange(types, kr))
+	}
+	for i := range t.entries {
+		te := &t.entries[i]
+		if why[i] < 0 {
+			plan.PrunedByKey++
+			continue
+		}
+		if f, ok := ru.prunedByStats(te.Stats); ok {
+			if plan.PrunedByStats == nil {
+				plan.PrunedByStats = map[string]int{}
+			}
+			plan.PrunedByStats[f]++
+			continue
+		}
+		fp := FilePlan{Path: te.FilePath, Records: te.RecordCount, Bytes: te.FileSizeInBytes, KeyRange: formatRange(types, ranges[why[i]])}
+		err := ru.readRangeFile(ctx, te, &fp)
+		plan.RangeFiles = append(plan.RangeFiles, fp)
+		if errors.Is(err, errLimit) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if ru.recon != nil && !ru.r.none {
+		err := ru.recon.scanAdded(ctx, ru)
+		if errors.Is(err, errLimit) {
+			return nil
+		}
+		return err
+	}
+	return nil
+}
+
+const maxExplainRanges = 10
+
+// prunedByStats reports the first field whose statistics show that no
+// entry of a file can match, by name.
+func (ru *run) prunedByStats(stats map[int]*format.FieldStats) (string, bool) {
+	for _, f := range ru.is.Fields() {
+		if set, ok := ru.r.sets[f.ID]; ok && !mayMatch(set, stats[f.ID]) {
+			return f.Name, true
+		}
+	}
+	return "", false
+}
+
+// readRangeFile reads the row groups of one range file that may match.
+func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *FilePlan) error {
+	fsys, err := ru.p.fs(ctx, te.FilePath)
+	if err != nil {
+		return err
+	}
+	f, err := fsys.Open(te.FilePath)
+	if err != nil {
+		return fmt.Errorf("open range file %s: %w", te.FilePath, err)
+	}
+	defer f.Close()
+	cf := &countingFile{File: f}
+	st := &ru.res.Stats
+	st.RangeFilesRead++
+	defer func() { st.BytesRead += cf.n.Load() }()
+	rf, err := format.OpenRangeFile(cf, te.FilePath, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem})
+	if err != nil {
+		return err
+	}
+	defer rf.Close()
+	var groups []int
+	for g := range rf.NumRowGroups() {
+		rows, stats := rf.RowGroupStats(g)
+		if _, pruned := ru.prunedByStats(stats); rows > 0 && !pruned {
+			groups = append(groups, g)
+		}
+	}
+	fp.RowGroups, fp.RowGroupsRead = rf.NumRowGroups(), len(groups)
+	st.RowGroupsTotal += fp.RowGroups
+	st.RowGroupsRead += fp.RowGroupsRead
+	if len(groups) == 0 {
+		return nil
+	}
+	return rf.Read(ctx, nil, groups, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
+}
+
+// consume filters a batch of stored fields, from a range file (fromIndex)
+// or computed from an added data file, and keeps the matches.
+func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool) error {
+	n := int(b.NumRows())
+	st := &ru.res.Stats
+	keep := make([]bool, n)
+	for i := range keep {
+		keep[i] = true
+	}
+	for _, fl := range ru.r.filters {
+		if err := ru.apply(fl, b, keep); err != nil {
+			return err
+		}
+	}
+	count := int64(0)
+	for i := range keep {
+		if keep[i] {
+			count++
+		}
+	}
+	if fromIndex {
+		st.EntriesScanned += int64(n)
+		st.EntriesMatched += count
+		if ru.recon != nil && count > 0 {
+			dropped, err := ru.recon.dropDeleted(ctx, ru, b, keep)
+			if err != nil {
+				return err
+			}
+			st.EntriesDropped += dropped
+			count -= dropped
+		}
+	} else {
+		st.RowsAdded += count
+	}
+	limited := false
+	if ru.limit > 0 && st.Rows+count >= ru.limit {
+		room := ru.limit - st.Rows
+		for i := range keep {
+			if keep[i] {
+				if room == 0 {
+					keep[i] = false
+					count--
+				} else {
+					room--
+				}
+			}
+		}
+		limited = true
+	}
+	if count > 0 {
+		out, err := ru.selectRows(ctx, b, keep, count)
+		if err != nil {
+			return err
+		}
+		ru.res.Batches = append(ru.res.Batches, out)
+		st.Rows += count
+		ru.addLocations(out)
+	}
+	if limited {
+		ru.res.Truncated = true
+		return errLimit
+	}
+	return nil
+}
+
+// apply clears keep[i] for the rows whose value is not in the filter's set.
+func (ru *run) apply(fl filter, b arrow.RecordBatch, keep []bool) error {
+	var col arrow.Array
+	if fl.expr == nil {
+		col = b.Column(ru.colOf[fl.fieldID])
+	} else {
+		arr, err := format.Evaluate(ru.mem, fl.expr, fl.typ, storedSource{ru, b})
+		if err != nil {
+			return fmt.Errorf("evaluate %s: %w", fl.name, err)
+		}
+		defer arr.Release()
+		col = arr
+	}
+	for i := range keep {
+		if keep[i] {
+			keep[i] = fl.set.contains(format.ValueAtAs(fl.typ, col, i))
+		}
+	}
+	return nil
+}
+
+// storedSource lets expressions of non-stored index fields be evaluated
+// over a batch of stored fields: a source column is the stored field that
+// holds it unchanged.
+type storedSource struct {
+	ru *run
+	b  arrow.RecordBatch
+}
+
+func (s storedSource) Len() int { return int(s.b.NumRows()) }
+
+func (s storedSource) Column(id int) (arrow.Array, error) {
+	fid, ok := s.ru.r.exact[id]
+	if !ok {
+		return nil, fmt.Errorf("field %d is not stored in the index", id)
+	}
+	return s.b.Column(s.ru.colOf[fid]), nil
+}
+
+// selectRows returns a new reference to the kept rows of b.
+func (ru *run) selectRows(ctx context.Context, b arrow.RecordBatch, keep []bool, count int64) (arrow.RecordBatch, error) {
+	if count == b.NumRows() {
+		b.Retain()
+		return b, nil
+	}
+	mb := array.NewBooleanBuilder(ru.mem)
+	defer mb.Release()
+	mb.AppendValues(keep, nil)
+	mask := mb.NewArray()
+	defer mask.Release()
+	out, err := compute.FilterRecordBatch(compute.WithAllocator(ctx, ru.mem), b, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("select matching entries: %w", err)
+	}
+	return out, nil
+}
+
+func (ru *run) addLocations(b arrow.RecordBatch) {
+	if ru.res.Locations == nil {
+		return
+	}
+	files, fok := b.Column(ru.fileCol).(*array.String)
+	pos, pok := b.Column(ru.posCol).(*array.Int64)
+	if !fok || !pok {
+		return
+	}
+	var cur *roaring64.Bitmap
+	curFile := ""
+	for i := range int(b.NumRows()) {
+		if files.IsNull(i) || pos.IsNull(i) {
+			continue
+		}
+		if f := files.Value(i); cur == nil || f != curFile {
+			curFile = f
+			if cur = ru.res.Locations[f]; cur == nil {
+				cur = roaring64.New()
+				ru.res.Locations[f] = cur
+			}
+		}
+		cur.Add(uint64(pos.Value(i)))
+	}
+}
+
+// countingFile counts the bytes read from a file: what a lookup costs in
+// storage reads.
+type countingFile struct {
+	iceio.File
+	n atomic.Int64
+}
+
+func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := c.File.ReadAt(p, off)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingFile) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}

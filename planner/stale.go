@@ -1,0 +1,318 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/tablescan"
+)
+
+// reconciler makes the answer of an index snapshot built for table
+// snapshot S exact for a later snapshot T that descends from S. The index
+// holds exactly the live rows of S, so a match is still live at T unless
+// its data file was removed or its row was deleted, by a position delete,
+// a deletion vector or an equality delete that applies at T; rows added
+// since S live in data files that S did not have, which are scanned.
+type reconciler struct {
+	fs      iceio.IO
+	schema  *iceberg.Schema // of T
+	opts    tablescan.Options
+	deletes *tablescan.DeleteIndex // the delete files of T
+	live    map[string]dataFile    // data files live at T, by path
+	added   []dataFile             // live at T, not at S, in manifest order
+	removed int                    // live at S, not at T
+	state   map[string]*fileState  // deletes at T of files with matches
+	is      *format.IndexSchema
+}
+
+type dataFile struct {
+	file iceberg.DataFile
+	seq  int64 // data sequence number
+}
+
+// fileState is what decides whether a row of a data file live at both S
+// and T is still live at T.
+type fileState struct {
+	deletes *tablescan.FileDeletes
+	// eqCols[k] are the stored columns holding the equality fields of
+	// deletes.Equality[k], in its FieldIDs order.
+	eqCols [][]int
+	// livePos, when set, are the live positions at T, read from the data
+	// file because some equality field is not stored in the index.
+	livePos *roaring64.Bitmap
+}
+
+func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapshot, schema *iceberg.Schema, is *format.IndexSchema, mem memory.Allocator) (*reconciler, error) {
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open table io: %w", err)
+	}
+	rc := &reconciler{
+		fs: fsys, schema: schema, live: map[string]dataFile{}, state: map[string]*fileState{}, is: is,
+		opts: tablescan.Options{NameMapping: tbl.NameMapping(), FormatVersion: tbl.Metadata().Version(), Allocator: mem},
+	}
+	toManifests, err := to.Manifests(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", to.SnapshotID, err)
+	}
+	fromManifests, err := from.Manifests(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", from.SnapshotID, err)
+	}
+	// Manifests are immutable: one listed by both snapshots lists the same
+	// live files in both, so only the manifests of one side can differ.
+	shared := map[string]bool{}
+	for _, m := range fromManifests {
+		shared[m.FilePath()] = true
+	}
+	var candidates []dataFile
+	for _, m := range toManifests {
+		if m.ManifestContent() != iceberg.ManifestContentData {
+			continue
+		}
+		own := !shared[m.FilePath()]
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+			}
+			df := dataFile{file: e.DataFile(), seq: e.SequenceNum()}
+			rc.live[df.file.FilePath()] = df
+			if own {
+				candidates = append(candidates, df)
+			}
+		}
+	}
+	toPaths := map[string]bool{}
+	for _, m := range toManifests {
+		toPaths[m.FilePath()] = true
+	}
+	old := map[string]bool{}
+	for _, m := range fromManifests {
+		if m.ManifestContent() != iceberg.ManifestContentData || toPaths[m.FilePath()] {
+			continue
+		}
+		for e, err := range m.Entries(fsys, true) {
+			if err != nil {
+				return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+			}
+			p := e.DataFile().FilePath()
+			old[p] = true
+			if _, ok := rc.live[p]; !ok {
+				rc.removed++
+			}
+		}
+	}
+	for _, df := range candidates {
+		if !old[df.file.FilePath()] {
+			rc.added = append(rc.added, df)
+		}
+	}
+	if rc.deletes, err = tablescan.PlanDeletes(ctx, tbl, to); err != nil {
+		return nil, err
+	}
+	return rc, nil
+}
+
+// dropDeleted clears keep[i] for the kept rows of an index batch whose row
+// is no longer live at T, and returns how many it cleared.
+func (rc *reconciler) dropDeleted(ctx context.Context, ru *run, b arrow.RecordBatch, keep []bool) (int64, error) {
+	files, ok1 := b.Column(ru.fileCol).(*array.String)
+	positions, ok2 := b.Column(ru.posCol).(*array.Int64)
+	if !ok1 || !ok2 {
+		return 0, fmt.Errorf("reconcile: _file and _pos columns are %s and %s", b.Column(ru.fileCol).DataType(), b.Column(ru.posCol).DataType())
+	}
+	var dropped int64
+	for i := range keep {
+		if !keep[i] {
+			continue
+		}
+		live, err := rc.isLive(ctx, ru, files.Value(i), positions.Value(i), b, i)
+		if err != nil {
+			return dropped, err
+		}
+		if !live {
+			keep[i] = false
+			dropped++
+		}
+	}
+	return dropped, nil
+}
+
+func (rc *reconciler) isLive(ctx context.Context, ru *run, path string, pos int64, b arrow.RecordBatch, row int) (bool, error) {
+	df, ok := rc.live[path]
+	if !ok {
+		return false, nil
+	}
+	st, err := rc.fileState(ctx, ru, df)
+	if err != nil {
+		return false, err
+	}
+	if st.livePos != nil {
+		return st.livePos.Contains(uint64(pos)), nil
+	}
+	if st.deletes.Positions != nil && st.deletes.Positions.Contains(uint64(pos)) {
+		return false, nil
+	}
+	for k, set := range st.deletes.Equality {
+		tuple := make(format.Key, len(st.eqCols[k]))
+		for j, c := range st.eqCols[k] {
+			tuple[j] = format.ValueAtAs(ru.res.Fields[c].Type, b.Column(c), row)
+		}
+		deleted, err := set.Contains(tuple)
+		if err != nil {
+			return false, fmt.Errorf("reconcile %s: %w", path, err)
+		}
+		if deleted {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// fileState loads the deletes that apply at T to a data file. Equality
+// deletes are tested on the entry's stored values when the index stores
+// every equality field with the table's type; otherwise the file's live
+// positions are read once.
+func (rc *reconciler) fileState(ctx context.Context, ru *run, df dataFile) (*fileState, error) {
+	path := df.file.FilePath()
+	if st, ok := rc.state[path]; ok {
+		return st, nil
+	}
+	deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.file, df.seq, rc.opts)
+	if err != nil {
+		return nil, err
+	}
+	st := &fileState{deletes: deletes}
+	for _, set := range deletes.Equality {
+		cols, ok := rc.storedColumns(ru, set.FieldIDs)
+		if !ok {
+			if st.livePos, err = rc.livePositions(ctx, df, deletes); err != nil {
+				return nil, err
+			}
+			break
+		}
+		st.eqCols = append(st.eqCols, cols)
+	}
+	rc.state[path] = st
+	return st, nil
+}
+
+// storedColumns finds the stored columns that hold source fields ids with
+// the table snapshot's types.
+func (rc *reconciler) storedColumns(ru *run, ids []int) ([]int, bool) {
+	cols := make([]int, len(ids))
+	for i, id := range ids {
+		fid, ok := ru.r.exact[id]
+		if !ok {
+			return nil, false
+		}
+		sf, ok := rc.schema.FindFieldByID(id)
+		f, _ := rc.is.Field(fid)
+		if !ok || !sf.Type.Equals(f.Type) {
+			return nil, false
+		}
+		cols[i] = ru.colOf[fid]
+	}
+	return cols, true
+}
+
+// livePositions reads the positions of a data file's live rows at T.
+func (rc *reconciler) livePositions(ctx context.Context, df dataFile, deletes *tablescan.FileDeletes) (*roaring64.Bitmap, error) {
+	live := roaring64.New()
+	opts := rc.opts
+	opts.Columns = []int{format.FieldIDPos}
+	err := tablescan.ScanFile(ctx, rc.fs, rc.schema, df.file, deletes, opts, func(b arrow.RecordBatch) error {
+		for _, p := range b.Column(0).(*array.Int64).Int64Values() {
+			live.Add(uint64(p))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read live positions of %s: %w", df.file.FilePath(), err)
+	}
+	return live, nil
+}
+
+// scanAdded reads the data files added after S, computes the index entries
+// of their live rows and keeps those that match.
+func (rc *reconciler) scanAdded(ctx context.Context, ru *run) error {
+	cols, err := topLevelColumns(rc.schema, rc.is.SourceFieldIDs())
+	if err != nil {
+		return err
+	}
+	opts := rc.opts
+	opts.Columns = cols
+	st := &ru.res.Stats
+	for _, df := range rc.added {
+		deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.file, df.seq, rc.opts)
+		if err != nil {
+			return err
+		}
+		st.DataFilesScanned++
+		err = tablescan.ScanFile(ctx, rc.fs, rc.schema, df.file, deletes, opts, func(src arrow.RecordBatch) error {
+			st.DataRowsScanned += src.NumRows()
+			entries, err := format.Entries(ru.mem, rc.is, format.RecordColumns(src, rc.schema))
+			if err != nil {
+				return fmt.Errorf("index entries of %s: %w", df.file.FilePath(), err)
+			}
+			defer entries.Release()
+			stored := ru.storedOf(entries)
+			defer stored.Release()
+			return ru.consume(ctx, stored, false)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// storedOf picks the stored fields out of a batch of entries.
+func (ru *run) storedOf(entries arrow.RecordBatch) arrow.RecordBatch {
+	cols := make([]arrow.Array, len(ru.res.Fields))
+	byID := map[int]int{}
+	for i, f := range entries.Schema().Fields() {
+		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
+		if id, err := strconv.Atoi(v); err == nil {
+			byID[id] = i
+		}
+	}
+	for i, f := range ru.res.Fields {
+		cols[i] = entries.Column(byID[f.ID])
+	}
+	return array.NewRecordBatch(ru.schema, cols, entries.NumRows())
+}
+
+// topLevelColumns maps the fields an index reads to the top-level columns
+// that hold them, since scans project whole top-level columns.
+func topLevelColumns(schema *iceberg.Schema, ids []int) ([]int, error) {
+	parents, err := iceberg.IndexParents(schema)
+	if err != nil {
+		return nil, fmt.Errorf("index schema parents: %w", err)
+	}
+	var out []int
+	for _, id := range ids {
+		for {
+			p, ok := parents[id]
+			if !ok {
+				break
+			}
+			id = p
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
