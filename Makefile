@@ -10,7 +10,7 @@ FUZZTIME  ?= 60s
 PKGS      ?= ./...
 FUZZ_TARGETS = FuzzParseMetadata FuzzDecodeKey FuzzReadTrackingFile
 
-.PHONY: all build test lint fuzz crosscheck clean
+.PHONY: all build test lint fuzz crosscheck clean demo
 
 all: lint test
 
@@ -40,3 +40,7 @@ crosscheck:
 	/usr/bin/python3 scripts/crosscheck_avro.py format/testdata/tracking_sample.avro
 	@test -d .cache/duckdb/node_modules/@duckdb/node-api || (mkdir -p .cache/duckdb && cd .cache/duckdb && npm install --silent --no-audit --no-fund @duckdb/node-api >/dev/null)
 	cp scripts/crosscheck_parquet.mjs .cache/duckdb/ && node .cache/duckdb/crosscheck_parquet.mjs format/testdata/rangefile_sample.parquet
+
+# The main job on the embedded default: no services needed.
+demo: build
+	./bin/streamidx demo --dir streamidx-demo

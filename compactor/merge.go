@@ -25,7 +25,7 @@ import (
 // the entry, -n deletes n copies. Equal keys may repeat; their counts add
 // up. key and value are valid only during the call to yield. A Delta is
 // called once and stops when yield returns false; it returns the error that
-// ended it early, if any. Pebble iterators and sorters fit it directly.
+// ended it early, if any.
 type Delta func(yield func(key, value []byte, count int) bool) error
 
 // ErrDeltaMismatch is returned (wrapped, naming the entry) when a delta
@@ -153,6 +153,7 @@ type merger struct {
 	head    mutation
 	hasHead bool
 	lastKey []byte // of the last mutation pulled, for the order check
+	pulled  int64
 
 	w        *RangeWriter // the open run
 	rowsOpen int64        // entries in the run's open file
@@ -162,9 +163,9 @@ type merger struct {
 
 	group    group
 	oldKey   []byte // staging key of the last entry read from the file being merged
-	keyBuf   []byte // staging key of the entry read last
-	checkBuf []byte // staging key of a mutation's entry
-	encBuf   []byte
+	keyBuf   []byte // scratch: the staging key of an entry read
+	checkBuf []byte // scratch: the staging key of a mutation's entry
+	encBuf   []byte // scratch: the encoding of an entry's stored values
 	fileName string
 }
 
@@ -209,13 +210,13 @@ func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.Tracki
 			m.opaque = append(m.opaque, i)
 		}
 	}
-	var bytes, rows int64
+	var size, rows int64
 	for _, e := range prev {
-		bytes += e.FileSizeInBytes
+		size += e.FileSizeInBytes
 		rows += e.RecordCount
 	}
 	if rows > 0 {
-		m.avgEntrySize = float64(bytes) / float64(rows)
+		m.avgEntrySize = float64(size) / float64(rows)
 	}
 	return m, nil
 }
@@ -244,7 +245,7 @@ func (m *merger) merge() error {
 		// Pull small untouched files before the run into it while they
 		// fit in one file with the run's first file.
 		size := m.prev[start].FileSizeInBytes
-		for false && start > next && m.prev[start-1].FileSizeInBytes < m.opts.MinFileSize &&
+		for start > next && m.prev[start-1].FileSizeInBytes < m.opts.MinFileSize &&
 			size+m.prev[start-1].FileSizeInBytes <= m.opts.TargetFileSize {
 			start--
 			size += m.prev[start].FileSizeInBytes
@@ -355,6 +356,11 @@ func (m *merger) advance() error {
 		if !ok {
 			m.hasHead = false
 			return nil
+		}
+		if m.pulled++; m.pulled%4096 == 0 {
+			if err := m.ctx.Err(); err != nil {
+				return err
+			}
 		}
 		if m.lastKey != nil && bytes.Compare(mu.key, m.lastKey) < 0 {
 			return fmt.Errorf("merge: delta keys are out of order: %x after %x", mu.key, m.lastKey)

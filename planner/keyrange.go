@@ -239,21 +239,24 @@ func formatRange(types []iceberg.Type, kr keyRange) string {
 		return "keys starting " + formatKey(types, kr.lo.key)
 	}
 	var b strings.Builder
-	if kr.lo.incl {
-		b.WriteString("[")
-	} else {
-		b.WriteString("(")
+	switch {
+	case len(kr.lo.key) == 0:
+		b.WriteString("[-∞")
+	case kr.lo.incl:
+		b.WriteString("[" + formatKey(types, kr.lo.key))
+	default:
+		b.WriteString("(" + formatKey(types, kr.lo.key))
 	}
-	b.WriteString(formatKey(types, kr.lo.key))
 	b.WriteString(" .. ")
-	b.WriteString(formatKey(types, kr.hi.key))
-	if kr.hi.incl {
-		if len(kr.hi.key) < len(types) {
-			b.WriteString(", *")
-		}
-		b.WriteString("]")
-	} else {
-		b.WriteString(")")
+	switch {
+	case len(kr.hi.key) == 0:
+		b.WriteString("+∞]")
+	case !kr.hi.incl:
+		b.WriteString(formatKey(types, kr.hi.key) + ")")
+	case len(kr.hi.key) < len(types):
+		b.WriteString(formatKey(types, kr.hi.key) + ", *]")
+	default:
+		b.WriteString(formatKey(types, kr.hi.key) + "]")
 	}
 	return b.String()
 }

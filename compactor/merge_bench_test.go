@@ -1,0 +1,198 @@
+package compactor
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/staging"
+)
+
+// The merge benchmarks use a primary-key index (id; _file and _pos
+// materialized; clustered by id) of STREAMIDX_BENCH_ROWS entries (default
+// 200000) in range files of STREAMIDX_BENCH_TARGET bytes (default 16 KiB, with row groups of 8192 rows, so
+// that a small index still has many files), and change 1% of the rows by
+// upsert: a delete of the old entry and an insert at a new location.
+
+func benchEnvInt(b *testing.B, name string, def int64) int64 {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return n
+}
+
+func pkBenchSchema(b *testing.B) *format.IndexSchema {
+	source := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
+	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "/x", Type: format.TypeScalar,
+		IdentityFields: []int{1},
+		MaterializedFields: []format.ExprField{
+			{FieldID: 1000, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: format.Ref{ID: format.FieldIDFile}},
+			{FieldID: 1001, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: format.Ref{ID: format.FieldIDPos}},
+		},
+		ClusterSpec: []int{1}}
+	if err := format.Validate(md, source); err != nil {
+		b.Fatal(err)
+	}
+	is, err := format.NewIndexSchema(md, source)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return is
+}
+
+// benchEntry is row i of the generated table as written by generation gen.
+func benchEntry(i int64, gen int) format.Key {
+	const rowsPerFile = 100000
+	return format.Key{i, fmt.Sprintf("s3://warehouse/db/orders/data/gen%d-%05d.parquet", gen, i/rowsPerFile), i % rowsPerFile}
+}
+
+type benchIndex struct {
+	is      *format.IndexSchema
+	dir     string
+	opts    MergeOptions
+	rows    int64
+	entries []format.TrackingEntry
+	bytes   int64
+}
+
+func newBenchIndex(b *testing.B) *benchIndex {
+	b.Helper()
+	x := &benchIndex{is: pkBenchSchema(b), dir: "file://" + filepath.ToSlash(b.TempDir()), rows: benchEnvInt(b, "STREAMIDX_BENCH_ROWS", 200000)}
+	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: benchEnvInt(b, "STREAMIDX_BENCH_TARGET", 16<<10), RowGroupRows: 8192}}
+	w, err := NewRangeWriter(context.Background(), x.is, x.dir, x.opts.RangeWriterOptions)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range x.rows {
+		if err := w.Add(benchEntry(i, 0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if x.entries, err = w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for _, e := range x.entries {
+		x.bytes += e.FileSizeInBytes
+	}
+	return x
+}
+
+// upserts encodes, in staging-key order, a delete and an insert for each
+// changed row.
+func (x *benchIndex) upserts(b *testing.B, changed []int64) []deltaRecord {
+	codec := staging.NewEntryCodec(x.is)
+	var recs []deltaRecord
+	for _, i := range changed {
+		for _, m := range []struct {
+			gen, count int
+		}{{0, -1}, {1, 1}} {
+			e := benchEntry(i, m.gen)
+			k, err := codec.AppendKey(nil, e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			v, err := codec.AppendValue(nil, e)
+			if err != nil {
+				b.Fatal(err)
+			}
+			recs = append(recs, deltaRecord{k, v, m.count})
+		}
+	}
+	return recs
+}
+
+func (x *benchIndex) run(b *testing.B, recs []deltaRecord) {
+	var res *MergeResult
+	for b.Loop() {
+		var err error
+		res, err = Merge(context.Background(), x.is, x.entries, recordsDelta(recs), x.dir, x.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		for _, e := range res.Entries {
+			if !containsPath(x.entries, e.FilePath) {
+				RemoveFiles(context.Background(), nil, nil, []format.TrackingEntry{e})
+			}
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(x.entries)), "files")
+	b.ReportMetric(float64(res.Rewritten), "rewritten")
+	b.ReportMetric(float64(res.Reused), "reused")
+	b.ReportMetric(float64(res.BytesWritten), "bytes-written")
+	b.ReportMetric(float64(res.BytesWritten)/float64(x.bytes), "fraction-of-full")
+}
+
+func containsPath(entries []format.TrackingEntry, path string) bool {
+	for _, e := range entries {
+		if e.FilePath == path {
+			return true
+		}
+	}
+	return false
+}
+
+// BenchmarkMergeTail changes the 1% of rows with the highest keys.
+func BenchmarkMergeTail(b *testing.B) {
+	x := newBenchIndex(b)
+	n := x.rows / 100
+	var changed []int64
+	for i := x.rows - n; i < x.rows; i++ {
+		changed = append(changed, i)
+	}
+	x.run(b, x.upserts(b, changed))
+}
+
+// BenchmarkMergeUniform changes every hundredth row.
+func BenchmarkMergeUniform(b *testing.B) {
+	x := newBenchIndex(b)
+	var changed []int64
+	for i := int64(50); i < x.rows; i += 100 {
+		changed = append(changed, i)
+	}
+	x.run(b, x.upserts(b, changed))
+}
+
+// BenchmarkMergeFullRewrite writes the whole index again, the cost a merge
+// is compared with.
+func BenchmarkMergeFullRewrite(b *testing.B) {
+	x := newBenchIndex(b)
+	var bytes int64
+	for b.Loop() {
+		w, err := NewRangeWriter(context.Background(), x.is, x.dir, x.opts.RangeWriterOptions)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for i := range x.rows {
+			gen := 0
+			if i%100 == 50 {
+				gen = 1
+			}
+			if err := w.Add(benchEntry(i, gen)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		entries, err := w.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		bytes = w.BytesWritten()
+		b.StopTimer()
+		RemoveFiles(context.Background(), nil, nil, entries)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(len(x.entries)), "files")
+	b.ReportMetric(float64(bytes), "bytes-written")
+}

@@ -1,0 +1,603 @@
+package staging
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Conditions of a stage that callers act on.
+var (
+	// ErrStageSealed: the stage of this source snapshot is sealed already;
+	// its delta is complete and must not be staged again.
+	ErrStageSealed = errors.New("stage is sealed")
+	// ErrStageNotSealed: the stage is not sealed (or does not exist), so its
+	// delta is not complete and must not be compacted.
+	ErrStageNotSealed = errors.New("stage is not sealed")
+	// ErrStageBusy: a Stager of this process is writing the stage.
+	ErrStageBusy = errors.New("stage is being written")
+	// ErrStoreClosed: the store was closed.
+	ErrStoreClosed = errors.New("staging store is closed")
+)
+
+// Defaults of StoreOptions.
+const (
+	DefaultMemTableSize = 16 << 20
+	DefaultBatchBytes   = 4 << 20
+)
+
+// StoreOptions configure a Store.
+type StoreOptions struct {
+	// Logger receives Pebble's messages (debug; its errors as warnings) and
+	// the unsealed stages found at open. Default: discard.
+	Logger *slog.Logger
+	// MemTableSize is the size of each Pebble memtable; with the write
+	// batches it bounds the memory of staging. Default DefaultMemTableSize.
+	MemTableSize uint64
+	// NoSync turns off the fsync of the write-ahead log when a stage is
+	// sealed or removed: a machine crash may then lose a seal the caller saw
+	// succeed. A process crash (kill -9) loses nothing either way. Default
+	// false: seals are durable when Seal returns.
+	NoSync bool
+	// BatchBytes is the size at which a Stager writes its batch of
+	// mutations to Pebble (without waiting for the disk). Default
+	// DefaultBatchBytes.
+	BatchBytes int
+}
+
+// EnsureDefaults fills unset fields with their defaults.
+func (o *StoreOptions) EnsureDefaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MemTableSize == 0 {
+		o.MemTableSize = DefaultMemTableSize
+	}
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = DefaultBatchBytes
+	}
+}
+
+// SealMeta describes a sealed stage: which source commit its delta is for
+// and where the feeds stood, so that the index commit built from it can
+// record both.
+type SealMeta struct {
+	// Ordinal orders the stages of one index in source commit order, such as
+	// the source snapshot's sequence number.
+	Ordinal          uint64            `json:"ordinal"`
+	SourceSnapshotID int64             `json:"source-snapshot-id"`
+	SequenceNumber   int64             `json:"sequence-number"`
+	TimestampMs      int64             `json:"timestamp-ms"`
+	Offsets          map[string]string `json:"offsets,omitempty"`
+	// Mutations is the number of Add calls of the stage; Seal sets it.
+	Mutations int64 `json:"mutations"`
+	// NetCount is the sum of the counts added; Seal sets it. The counts
+	// Iterate reports always sum to it.
+	NetCount int64 `json:"net-count"`
+}
+
+// StageRef names a stage.
+type StageRef struct {
+	Index            string
+	SourceSnapshotID int64
+}
+
+// Store is the durable staging area of table deltas: a Pebble database with
+// a write-ahead log, holding for each (index, source snapshot) a stage of
+// entry mutations and, once complete, its seal.
+//
+// Layout. Keys of mutations are
+//
+//	0x01 | index | 0x00 | source snapshot ID (8 bytes, big-endian) | entry key | entry value
+//
+// and their values are the count (signed varint) and the entry key's length
+// (uvarint). The entry key (EntryCodec.AppendKey) is an order-preserving,
+// self-delimiting encoding, so a stage's keys sort in cluster order; the
+// entry value follows it because the key alone need not identify an entry
+// (a materialized value outside the clustering key, identity and location
+// may differ between entries of one key). Counts of identical entries are
+// summed by a Pebble merge operator, within a batch and across batches.
+// Stage records are
+//
+//	0x02 | index | 0x00 | source snapshot ID  ->  0x00 (open) or 0x01 + SealMeta JSON (sealed)
+//
+// Durability. A Stager writes its batches without syncing and the seal with
+// the last batch, synced: the write-ahead log is replayed in order after a
+// crash, so a seal that survives implies every mutation of its stage did.
+// A stage open after a restart is a partial one; Unsealed lists them for
+// the caller to abandon and redo.
+//
+// A Store is safe for concurrent use; each Stager belongs to one goroutine.
+type Store struct {
+	db     *pebble.DB
+	opts   StoreOptions
+	wo     *pebble.WriteOptions
+	closed atomic.Bool
+
+	mu     sync.Mutex
+	active map[string]bool // stage keys of Stagers in progress
+}
+
+const (
+	spaceMutation byte = 0x01
+	spaceStage    byte = 0x02
+
+	stateOpen   byte = 0x00
+	stateSealed byte = 0x01
+)
+
+// countMerger sums the counts of a key's merge operands.
+var countMerger = &pebble.Merger{
+	Name: "streamidx.staging.count.v1",
+	Merge: func(_, value []byte) (pebble.ValueMerger, error) {
+		m := &countMerge{}
+		return m, m.add(value)
+	},
+}
+
+type countMerge struct {
+	count  int64
+	keyLen uint64
+}
+
+func (m *countMerge) add(v []byte) error {
+	c, keyLen, err := decodeCount(v)
+	if err != nil {
+		return err
+	}
+	m.count += c
+	m.keyLen = keyLen
+	return nil
+}
+
+func (m *countMerge) MergeNewer(v []byte) error { return m.add(v) }
+func (m *countMerge) MergeOlder(v []byte) error { return m.add(v) }
+
+func (m *countMerge) Finish(bool) ([]byte, io.Closer, error) {
+	return encodeCount(nil, m.count, m.keyLen), nil, nil
+}
+
+func encodeCount(dst []byte, count int64, keyLen uint64) []byte {
+	return binary.AppendUvarint(binary.AppendVarint(dst, count), keyLen)
+}
+
+func decodeCount(v []byte) (count int64, keyLen uint64, err error) {
+	c, n := binary.Varint(v)
+	if n <= 0 {
+		return 0, 0, fmt.Errorf("staged count %x: bad varint", v)
+	}
+	l, m := binary.Uvarint(v[n:])
+	if m <= 0 || n+m != len(v) {
+		return 0, 0, fmt.Errorf("staged count %x: bad key length", v)
+	}
+	return c, l, nil
+}
+
+// OpenStore opens (creating if needed) the staging store in dir.
+func OpenStore(dir string, opts StoreOptions) (*Store, error) {
+	opts.EnsureDefaults()
+	db, err := pebble.Open(dir, &pebble.Options{
+		Merger:       countMerger,
+		MemTableSize: opts.MemTableSize,
+		Logger:       pebbleLogger{opts.Logger},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
+	}
+	s := &Store{db: db, opts: opts, wo: pebble.Sync, active: map[string]bool{}}
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
+	partial, err := s.Unsealed()
+	if err != nil {
+		return nil, errors.Join(err, db.Close())
+	}
+	for _, p := range partial {
+		opts.Logger.Info("staging store holds a partial stage", "index", p.Index, "source_snapshot_id", p.SourceSnapshotID)
+	}
+	return s, nil
+}
+
+// Close closes the store. Stagers must be finished first. It is idempotent.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close staging store: %w", err)
+	}
+	return nil
+}
+
+func stagePrefix(space byte, index string, snap int64) []byte {
+	k := make([]byte, 0, len(index)+10)
+	k = append(k, space)
+	k = append(k, index...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, uint64(snap))
+}
+
+func indexPrefix(space byte, index string) []byte {
+	return append(append([]byte{space}, index...), 0)
+}
+
+// prefixEnd is the smallest key greater than every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := slices.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xFF {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil // every key; no prefix here is all 0xFF
+}
+
+func checkIndex(index string) error {
+	if index == "" || strings.IndexByte(index, 0) >= 0 {
+		return fmt.Errorf("index name %q: must be non-empty and without NUL bytes", index)
+	}
+	return nil
+}
+
+// stageState reads a stage record: found, whether sealed, and the meta.
+func (s *Store) stageState(index string, snap int64) (found bool, meta SealMeta, sealed bool, err error) {
+	v, closer, err := s.db.Get(stagePrefix(spaceStage, index, snap))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, meta, false, nil
+	}
+	if err != nil {
+		return false, meta, false, fmt.Errorf("read stage record of %s@%d: %w", index, snap, err)
+	}
+	defer closer.Close()
+	sealed, meta, err = decodeStage(v)
+	if err != nil {
+		return false, meta, false, fmt.Errorf("stage record of %s@%d: %w", index, snap, err)
+	}
+	return true, meta, sealed, nil
+}
+
+func decodeStage(v []byte) (sealed bool, meta SealMeta, err error) {
+	if len(v) == 0 {
+		return false, meta, errors.New("empty record")
+	}
+	switch v[0] {
+	case stateOpen:
+		return false, meta, nil
+	case stateSealed:
+		if err := json.Unmarshal(v[1:], &meta); err != nil {
+			return false, meta, fmt.Errorf("decode seal: %w", err)
+		}
+		return true, meta, nil
+	}
+	return false, meta, fmt.Errorf("unknown state %d", v[0])
+}
+
+// Stage starts writing the mutations of one source snapshot of one index.
+// A partial stage left by a crash is discarded first; a sealed one is
+// ErrStageSealed, and one a Stager of this process writes is ErrStageBusy.
+func (s *Store) Stage(index string, sourceSnapshotID int64) (*Stager, error) {
+	if err := checkIndex(index); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, ErrStoreClosed
+	}
+	stageKey := stagePrefix(spaceStage, index, sourceSnapshotID)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active[string(stageKey)] {
+		return nil, fmt.Errorf("stage %s@%d: %w", index, sourceSnapshotID, ErrStageBusy)
+	}
+	found, _, sealed, err := s.stageState(index, sourceSnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	if sealed {
+		return nil, fmt.Errorf("stage %s@%d: %w", index, sourceSnapshotID, ErrStageSealed)
+	}
+	prefix := stagePrefix(spaceMutation, index, sourceSnapshotID)
+	b := s.db.NewBatch()
+	if found {
+		if err := b.DeleteRange(prefix, prefixEnd(prefix), nil); err != nil {
+			return nil, errors.Join(fmt.Errorf("discard partial stage %s@%d: %w", index, sourceSnapshotID, err), b.Close())
+		}
+	}
+	if err := b.Set(stageKey, []byte{stateOpen}, nil); err != nil {
+		return nil, errors.Join(fmt.Errorf("open stage %s@%d: %w", index, sourceSnapshotID, err), b.Close())
+	}
+	// Unsynced: if the record is lost in a crash, so is every mutation
+	// written after it, and the stage simply never began.
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return nil, errors.Join(fmt.Errorf("open stage %s@%d: %w", index, sourceSnapshotID, err), b.Close())
+	}
+	if err := b.Close(); err != nil {
+		return nil, fmt.Errorf("open stage %s@%d: %w", index, sourceSnapshotID, err)
+	}
+	s.active[string(stageKey)] = true
+	return &Stager{s: s, index: index, snap: sourceSnapshotID, prefix: prefix, stageKey: stageKey, batch: s.db.NewBatch()}, nil
+}
+
+// Stager writes the mutations of one stage. Its delta is invisible to Sealed
+// and Iterate until Seal. It belongs to one goroutine.
+type Stager struct {
+	s         *Store
+	index     string
+	snap      int64
+	prefix    []byte
+	stageKey  []byte
+	batch     *pebble.Batch
+	key, val  []byte
+	mutations int64
+	net       int64
+	done      bool
+}
+
+// Add stages one mutation: count copies of an entry (negative: deletes).
+// entryKey is its EntryCodec key and entryValue its encoded values; both
+// are copied. Counts of identical entries add up.
+func (st *Stager) Add(entryKey, entryValue []byte, count int) error {
+	if st.done {
+		return fmt.Errorf("add to stage %s@%d: stager is finished", st.index, st.snap)
+	}
+	if st.s.closed.Load() {
+		return ErrStoreClosed
+	}
+	st.key = append(append(append(st.key[:0], st.prefix...), entryKey...), entryValue...)
+	st.val = encodeCount(st.val[:0], int64(count), uint64(len(entryKey)))
+	if err := st.batch.Merge(st.key, st.val, nil); err != nil {
+		return fmt.Errorf("stage mutation of %s@%d: %w", st.index, st.snap, err)
+	}
+	st.mutations++
+	st.net += int64(count)
+	if st.batch.Len() >= st.s.opts.BatchBytes {
+		if err := st.batch.Commit(pebble.NoSync); err != nil {
+			return fmt.Errorf("write mutations of %s@%d: %w", st.index, st.snap, err)
+		}
+		st.batch.Reset()
+	}
+	return nil
+}
+
+// Seal writes the remaining mutations and the seal record in one batch and
+// waits for the disk (unless StoreOptions.NoSync). Afterwards the stage is
+// listed by Sealed and readable by Iterate. meta's SourceSnapshotID,
+// Mutations and NetCount are set from the stage.
+func (st *Stager) Seal(meta SealMeta) error {
+	if st.done {
+		return fmt.Errorf("seal stage %s@%d: stager is finished", st.index, st.snap)
+	}
+	if st.s.closed.Load() {
+		return ErrStoreClosed
+	}
+	meta.SourceSnapshotID, meta.Mutations, meta.NetCount = st.snap, st.mutations, st.net
+	enc, err := json.Marshal(meta)
+	if err != nil {
+		return fmt.Errorf("encode seal of %s@%d: %w", st.index, st.snap, err)
+	}
+	if err := st.batch.Set(st.stageKey, append([]byte{stateSealed}, enc...), nil); err != nil {
+		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
+	}
+	if err := st.batch.Commit(st.s.wo); err != nil {
+		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
+	}
+	st.finish()
+	return nil
+}
+
+// Abort gives the stage up and removes what it wrote.
+func (st *Stager) Abort() error {
+	if st.done {
+		return nil
+	}
+	st.finish()
+	if st.s.closed.Load() {
+		return nil // the open record stays and is reported as partial
+	}
+	return st.s.Abandon(st.index, st.snap)
+}
+
+func (st *Stager) finish() {
+	st.done = true
+	_ = st.batch.Close()
+	st.s.mu.Lock()
+	delete(st.s.active, string(st.stageKey))
+	st.s.mu.Unlock()
+}
+
+// Sealed lists the sealed stages of an index in Ordinal order (then source
+// snapshot ID).
+func (s *Store) Sealed(index string) ([]SealMeta, error) {
+	if err := checkIndex(index); err != nil {
+		return nil, err
+	}
+	var out []SealMeta
+	err := s.stages(indexPrefix(spaceStage, index), func(_ StageRef, sealed bool, meta SealMeta) {
+		if sealed {
+			out = append(out, meta)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b SealMeta) int {
+		return cmp.Or(cmp.Compare(a.Ordinal, b.Ordinal), cmp.Compare(a.SourceSnapshotID, b.SourceSnapshotID))
+	})
+	return out, nil
+}
+
+// Unsealed lists the stages of every index that are open but have no
+// Stager in this process: partial stages a crash left behind, to abandon
+// (or restage, which discards them) and redo.
+func (s *Store) Unsealed() ([]StageRef, error) {
+	var out []StageRef
+	err := s.stages([]byte{spaceStage}, func(ref StageRef, sealed bool, _ SealMeta) {
+		if sealed {
+			return
+		}
+		s.mu.Lock()
+		active := s.active[string(stagePrefix(spaceStage, ref.Index, ref.SourceSnapshotID))]
+		s.mu.Unlock()
+		if !active {
+			out = append(out, ref)
+		}
+	})
+	return out, err
+}
+
+// stages calls fn for every stage record under prefix.
+func (s *Store) stages(prefix []byte, fn func(ref StageRef, sealed bool, meta SealMeta)) error {
+	if s.closed.Load() {
+		return ErrStoreClosed
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("list stages: %w", err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		sep := bytes.IndexByte(k[1:], 0) + 1
+		if sep <= 0 || len(k) != sep+9 {
+			return errors.Join(fmt.Errorf("list stages: malformed stage key %x", k), it.Close())
+		}
+		ref := StageRef{Index: string(k[1:sep]), SourceSnapshotID: int64(binary.BigEndian.Uint64(k[sep+1:]))}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(fmt.Errorf("list stages: %w", err), it.Close())
+		}
+		sealed, meta, err := decodeStage(v)
+		if err != nil {
+			return errors.Join(fmt.Errorf("stage record of %s@%d: %w", ref.Index, ref.SourceSnapshotID, err), it.Close())
+		}
+		fn(ref, sealed, meta)
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("list stages: %w", err)
+	}
+	return nil
+}
+
+// Iterate calls fn with the mutations of a sealed stage in key order, which
+// is cluster order: each distinct entry once, with the sum of its counts;
+// entries whose counts cancel out are skipped. The slices are valid only
+// during the call. An unsealed stage is ErrStageNotSealed.
+func (s *Store) Iterate(index string, sourceSnapshotID int64, fn func(entryKey, entryValue []byte, count int) error) error {
+	if err := checkIndex(index); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrStoreClosed
+	}
+	_, _, sealed, err := s.stageState(index, sourceSnapshotID)
+	if err != nil {
+		return err
+	}
+	if !sealed {
+		return fmt.Errorf("iterate stage %s@%d: %w", index, sourceSnapshotID, ErrStageNotSealed)
+	}
+	prefix := stagePrefix(spaceMutation, index, sourceSnapshotID)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return fmt.Errorf("iterate stage %s@%d: %w", index, sourceSnapshotID, err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(fmt.Errorf("iterate stage %s@%d: %w", index, sourceSnapshotID, err), it.Close())
+		}
+		count, keyLen, err := decodeCount(v)
+		if err == nil && keyLen > uint64(len(it.Key())-len(prefix)) {
+			err = fmt.Errorf("entry key length %d exceeds the record", keyLen)
+		}
+		if err != nil {
+			return errors.Join(fmt.Errorf("iterate stage %s@%d: %w", index, sourceSnapshotID, err), it.Close())
+		}
+		if count == 0 {
+			continue
+		}
+		rest := it.Key()[len(prefix):]
+		if err := fn(rest[:keyLen], rest[keyLen:], int(count)); err != nil {
+			return errors.Join(err, it.Close())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("iterate stage %s@%d: %w", index, sourceSnapshotID, err)
+	}
+	return nil
+}
+
+// Drop removes a stage and its seal, after the index commit that applied
+// it. Dropping a stage that does not exist is not an error.
+func (s *Store) Drop(index string, sourceSnapshotID int64) error {
+	return s.remove(index, sourceSnapshotID, false)
+}
+
+// Abandon removes an unsealed stage, such as a partial one Unsealed lists.
+// A sealed stage is ErrStageSealed: use Drop.
+func (s *Store) Abandon(index string, sourceSnapshotID int64) error {
+	return s.remove(index, sourceSnapshotID, true)
+}
+
+func (s *Store) remove(index string, snap int64, unsealedOnly bool) error {
+	if err := checkIndex(index); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrStoreClosed
+	}
+	stageKey := stagePrefix(spaceStage, index, snap)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.active[string(stageKey)] {
+		return fmt.Errorf("remove stage %s@%d: %w", index, snap, ErrStageBusy)
+	}
+	if unsealedOnly {
+		_, _, sealed, err := s.stageState(index, snap)
+		if err != nil {
+			return err
+		}
+		if sealed {
+			return fmt.Errorf("abandon stage %s@%d: %w", index, snap, ErrStageSealed)
+		}
+	}
+	prefix := stagePrefix(spaceMutation, index, snap)
+	b := s.db.NewBatch()
+	err := b.DeleteRange(prefix, prefixEnd(prefix), nil)
+	if err == nil {
+		err = b.Delete(stageKey, nil)
+	}
+	if err == nil {
+		err = b.Commit(s.wo)
+	}
+	if err = errors.Join(err, b.Close()); err != nil {
+		return fmt.Errorf("remove stage %s@%d: %w", index, snap, err)
+	}
+	return nil
+}
+
+// pebbleLogger sends Pebble's messages to slog at debug level; its errors
+// surface through the calls that fail.
+type pebbleLogger struct{ log *slog.Logger }
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Debug(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Warn(fmt.Sprintf(format, args...), "component", "pebble")
+}
+
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
