@@ -116,9 +116,10 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 			defer entries.Release()
 			for i := 0; i < int(entries.NumRows()); i++ {
 				row = codec.Row(row, entries, i)
-				// Entries of one clustering key may come in any order; the
-				// sort keeps scan order for them, so the key can stop there.
-				if key, err = codec.AppendClusterKey(key[:0], row); err != nil {
+				// The full staging key, not the clustering key alone: entries
+				// of one clustering key are written in identity order, which
+				// incremental merges rely on.
+				if key, err = codec.AppendKey(key[:0], row); err != nil {
 					return err
 				}
 				if val, err = codec.AppendValue(val[:0], row); err != nil {

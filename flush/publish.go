@@ -22,6 +22,12 @@ import (
 // a definition that no longer exists. It is a halt error.
 var ErrIndexReplaced = errors.New("index was replaced during the update")
 
+// ErrBaseMoved is returned when the index moved past the snapshot an
+// incremental update was computed on: another writer published first. The
+// update is void (its files are removed); the caller reloads and starts
+// from the new current snapshot. It is a retry error.
+var ErrBaseMoved = errors.New("index moved past the snapshot the update was built on")
+
 // Snapshot properties streamidx writes.
 const (
 	// PropRangeFiles, PropRecords and PropBytes summarise the snapshot.
@@ -43,6 +49,14 @@ type Publication struct {
 	// Properties are added to the index snapshot's properties, e.g. the
 	// Kafka offsets it covers.
 	Properties map[string]string
+	// RequireBase makes the commit conditional on BaseSnapshotID still being
+	// the current index snapshot (0: the index still has none), else it is
+	// refused with ErrBaseMoved. An incremental update needs it, since it was
+	// merged onto that snapshot; so does an updater's first build, so that
+	// two updaters do not both publish one. Without it the snapshot is added
+	// on top of whatever is current, as an explicit rebuild wants.
+	RequireBase    bool
+	BaseSnapshotID int64
 }
 
 // Options tune publishing.
@@ -103,6 +117,15 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 	committed, loc, err := indexcatalog.CommitWithRetry(ctx, cat, p.Table, p.Index, func(base *format.Metadata) (*format.Metadata, error) {
 		if base.IndexUUID != p.IndexUUID {
 			return nil, ErrIndexReplaced
+		}
+		if p.RequireBase {
+			var current int64
+			if cur := base.CurrentSnapshot(); cur != nil {
+				current = cur.SnapshotID
+			}
+			if current != p.BaseSnapshotID {
+				return nil, ErrBaseMoved
+			}
 		}
 		for base.SnapshotByID(snapID) != nil {
 			snapID = newSnapshotID(base) // the tracking file name keeps the first id; names need only be unique

@@ -255,7 +255,7 @@ func (d *delta) run() error {
 		}
 	}
 
-	var both []fileRef
+	var both []fileRef // live in both and listed by manifests of one only
 	for _, ref := range sortedRefs(dataNew) {
 		if _, ok := dataOld[ref.file.FilePath()]; ok {
 			both = append(both, ref)
@@ -280,6 +280,19 @@ func (d *delta) run() error {
 		// so files live in both are unchanged.
 		return nil
 	}
+	var plans []*bothPlan
+	plan := func(ref fileRef) error {
+		p, err := d.planBoth(ref)
+		if p != nil {
+			plans = append(plans, p)
+		}
+		return err
+	}
+	for _, ref := range both {
+		if err := plan(ref); err != nil {
+			return err
+		}
+	}
 	for _, m := range common {
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
@@ -288,14 +301,16 @@ func (d *delta) run() error {
 			if err != nil {
 				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
 			}
-			both = append(both, fileRef{file: e.DataFile(), seq: e.SequenceNum()})
+			if err := plan(fileRef{file: e.DataFile(), seq: e.SequenceNum()}); err != nil {
+				return err
+			}
 		}
 	}
-	for _, ref := range both {
+	for _, p := range plans {
 		if err := d.ctx.Err(); err != nil {
 			return err
 		}
-		if err := d.diffBoth(ref); err != nil {
+		if err := d.diffBoth(p); err != nil {
 			return err
 		}
 	}
@@ -349,12 +364,23 @@ func (d *delta) diffWhole(old, new *side, ref fileRef) error {
 	return d.diffFile(ref.file, delOld, delNew)
 }
 
-// diffBoth compares a file live in both snapshots when its applicable
-// delete files differ. Changed position deletes and deletion vectors (a
-// replacing vector included) limit the comparison to the positions they
-// differ at; an equality delete limits it to the positions the resolver
-// names, or, without one, to none: the whole file is compared.
-func (d *delta) diffBoth(ref fileRef) error {
+// bothPlan says where to compare a data file live in both snapshots.
+type bothPlan struct {
+	ref       fileRef
+	positions bool              // its position deletes differ: compare where they do
+	whole     bool              // an equality delete no resolver narrowed: compare every row
+	explicit  *roaring64.Bitmap // positions an EqualityResolver named
+}
+
+// planBoth decides whether a file live in both snapshots may have changed:
+// only if the delete files that apply to it differ. A changed position
+// delete or deletion vector (a replacing vector included) limits the
+// comparison to the positions the two states differ at; an added equality
+// delete to the positions the resolver names, or without one, to none: the
+// whole file is compared. A removed equality delete is compared in whole,
+// since the rows it brings back are in no index of the old snapshot. It
+// returns nil for an unchanged file.
+func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 	appOld := d.old.deletes.Applicable(ref.file, ref.seq)
 	appNew := d.new.deletes.Applicable(ref.file, ref.seq)
 	inOld := map[string]bool{}
@@ -365,11 +391,12 @@ func (d *delta) diffBoth(ref fileRef) error {
 	for _, x := range appNew {
 		inNew[x.File.FilePath()] = true
 	}
-	var changedPositions, whole bool
-	explicit := roaring64.New()
+	p := &bothPlan{ref: ref, explicit: roaring64.New()}
+	changed := false
 	classify := func(x tablescan.DeleteFile, added bool) error {
+		changed = true
 		if x.File.ContentType() == iceberg.EntryContentPosDeletes {
-			changedPositions = true
+			p.positions = true
 			return nil
 		}
 		if added {
@@ -378,34 +405,40 @@ func (d *delta) diffBoth(ref fileRef) error {
 				return err
 			}
 			if r.ok {
-				for _, p := range r.byFile[ref.file.FilePath()] {
-					if p >= 0 {
-						explicit.Add(uint64(p))
+				for _, pos := range r.byFile[ref.file.FilePath()] {
+					if pos >= 0 {
+						p.explicit.Add(uint64(pos))
 					}
 				}
 				return nil
 			}
 		}
-		whole = true
+		p.whole = true
 		return nil
 	}
 	for _, x := range appNew {
 		if !inOld[x.File.FilePath()] {
 			if err := classify(x, true); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	for _, x := range appOld {
 		if !inNew[x.File.FilePath()] {
 			if err := classify(x, false); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	if !changedPositions && !whole && explicit.IsEmpty() {
-		return nil
+	if !changed || !p.positions && !p.whole && p.explicit.IsEmpty() {
+		return nil, nil
 	}
+	return p, nil
+}
+
+// diffBoth compares a file live in both snapshots as planned.
+func (d *delta) diffBoth(p *bothPlan) error {
+	ref := p.ref
 	delOld, err := d.old.deletes.Load(d.ctx, d.fs, d.old.schema, ref.file, ref.seq, d.old.scan)
 	if err != nil {
 		return err
@@ -414,18 +447,19 @@ func (d *delta) diffBoth(ref fileRef) error {
 	if err != nil {
 		return err
 	}
-	if whole {
+	if p.whole {
 		d.stats.EqualityDeleteSlowPath++
 		return d.diffFile(ref.file, delOld, delNew)
 	}
-	if changedPositions {
-		explicit.Or(roaring64.Xor(positionsOf(delOld), positionsOf(delNew)))
+	keep := p.explicit
+	if p.positions {
+		keep.Or(roaring64.Xor(positionsOf(delOld), positionsOf(delNew)))
 	}
-	if explicit.IsEmpty() {
+	if keep.IsEmpty() {
 		return nil
 	}
 	rows := ref.file.Count()
-	return d.diffFile(ref.file, restrict(delOld, explicit, rows), restrict(delNew, explicit, rows))
+	return d.diffFile(ref.file, restrict(delOld, keep, rows), restrict(delNew, keep, rows))
 }
 
 func positionsOf(fd *tablescan.FileDeletes) *roaring64.Bitmap {

@@ -58,7 +58,7 @@ func ExamplePlanner_Lookup() {
 	// Output:
 	// ids: [3 5 10 12 17 19 24 26 31 33 38]
 	// positions in the data file: [3 5 10 12 17 19 24 26 31 33 38]
-	// read 2 of 8 range files
+	// read 3 of 7 range files
 }
 
 // exampleIndexedTable creates a table of 100 orders, customer_id = id % 7,

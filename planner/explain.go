@@ -90,6 +90,17 @@ func fieldPlans(r *resolved) []FieldPlan {
 		fp.ClusterPosition = slices.IndexFunc(cluster, func(c format.IndexField) bool { return c.ID == f.ID }) + 1
 		out = append(out, fp)
 	}
+	// Cluster fields first, in cluster order.
+	slices.SortStableFunc(out, func(a, b FieldPlan) int {
+		pa, pb := a.ClusterPosition, b.ClusterPosition
+		if pa == 0 {
+			pa = len(cluster) + 1
+		}
+		if pb == 0 {
+			pb = len(cluster) + 1
+		}
+		return pa - pb
+	})
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -173,25 +174,95 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 	fp.RowGroups, fp.RowGroupsRead = rf.NumRowGroups(), len(groups)
 	st.RowGroupsTotal += fp.RowGroups
 	st.RowGroupsRead += fp.RowGroupsRead
-	if len(groups) == 0 {
-		return nil
+	keys := ru.filterColumns()
+	if len(keys) == 0 || len(keys) == len(ru.res.Fields) {
+		return rf.Read(ctx, nil, groups, func(b arrow.RecordBatch) error {
+			st.EntriesScanned += b.NumRows()
+			return ru.consume(ctx, b, true)
+		})
 	}
-	return rf.Read(ctx, nil, groups, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
+	// Find the matching rows by the columns the filters test, then read
+	// every column of just the rows from the first match to the last:
+	// decoding a row group's _file strings would cost a point lookup more
+	// than all else.
+	colOf := map[int]int{}
+	for i, id := range keys {
+		colOf[id] = i
+	}
+	for _, g := range groups {
+		first, last, off := int64(-1), int64(-1), int64(0)
+		err := rf.Read(ctx, keys, []int{g}, func(b arrow.RecordBatch) error {
+			keep, err := ru.match(b, colOf)
+			if err != nil {
+				return err
+			}
+			for i, k := range keep {
+				if k {
+					if first < 0 {
+						first = off + int64(i)
+					}
+					last = off + int64(i)
+				}
+			}
+			off += b.NumRows()
+			st.EntriesScanned += b.NumRows()
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if first < 0 {
+			continue
+		}
+		if err := rf.ReadRows(ctx, nil, g, first, last-first+1, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// filterColumns lists the stored fields the filters read.
+func (ru *run) filterColumns() []int {
+	var ids []int
+	add := func(id int) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, fl := range ru.r.filters {
+		if fl.expr == nil {
+			add(fl.fieldID)
+			continue
+		}
+		for _, src := range format.Refs(fl.expr) {
+			add(ru.r.exact[src])
+		}
+	}
+	return ids
+}
+
+// match returns which rows of a batch pass every filter; colOf locates the
+// stored fields among the batch's columns.
+func (ru *run) match(b arrow.RecordBatch, colOf map[int]int) ([]bool, error) {
+	keep := make([]bool, b.NumRows())
+	for i := range keep {
+		keep[i] = true
+	}
+	for _, fl := range ru.r.filters {
+		if err := ru.apply(fl, b, colOf, keep); err != nil {
+			return nil, err
+		}
+	}
+	return keep, nil
 }
 
 // consume filters a batch of stored fields, from a range file (fromIndex)
 // or computed from an added data file, and keeps the matches.
 func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool) error {
-	n := int(b.NumRows())
 	st := &ru.res.Stats
-	keep := make([]bool, n)
-	for i := range keep {
-		keep[i] = true
-	}
-	for _, fl := range ru.r.filters {
-		if err := ru.apply(fl, b, keep); err != nil {
-			return err
-		}
+	keep, err := ru.match(b, ru.colOf)
+	if err != nil {
+		return err
 	}
 	count := int64(0)
 	for i := range keep {
@@ -200,7 +271,6 @@ func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool)
 		}
 	}
 	if fromIndex {
-		st.EntriesScanned += int64(n)
 		st.EntriesMatched += count
 		if ru.recon != nil && count > 0 {
 			dropped, err := ru.recon.dropDeleted(ctx, ru, b, keep)
@@ -245,12 +315,12 @@ func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool)
 }
 
 // apply clears keep[i] for the rows whose value is not in the filter's set.
-func (ru *run) apply(fl filter, b arrow.RecordBatch, keep []bool) error {
+func (ru *run) apply(fl filter, b arrow.RecordBatch, colOf map[int]int, keep []bool) error {
 	var col arrow.Array
 	if fl.expr == nil {
-		col = b.Column(ru.colOf[fl.fieldID])
+		col = b.Column(colOf[fl.fieldID])
 	} else {
-		arr, err := format.Evaluate(ru.mem, fl.expr, fl.typ, storedSource{ru, b})
+		arr, err := format.Evaluate(ru.mem, fl.expr, fl.typ, storedSource{ru, b, colOf})
 		if err != nil {
 			return fmt.Errorf("evaluate %s: %w", fl.name, err)
 		}
@@ -269,8 +339,9 @@ func (ru *run) apply(fl filter, b arrow.RecordBatch, keep []bool) error {
 // over a batch of stored fields: a source column is the stored field that
 // holds it unchanged.
 type storedSource struct {
-	ru *run
-	b  arrow.RecordBatch
+	ru    *run
+	b     arrow.RecordBatch
+	colOf map[int]int
 }
 
 func (s storedSource) Len() int { return int(s.b.NumRows()) }
@@ -280,7 +351,7 @@ func (s storedSource) Column(id int) (arrow.Array, error) {
 	if !ok {
 		return nil, fmt.Errorf("field %d is not stored in the index", id)
 	}
-	return s.b.Column(s.ru.colOf[fid]), nil
+	return s.b.Column(s.colOf[fid]), nil
 }
 
 // selectRows returns a new reference to the kept rows of b.

@@ -62,18 +62,8 @@ func (c *EntryCodec) Row(dst format.Key, rec arrow.RecordBatch, i int) format.Ke
 
 // AppendKey appends the staging key of an entry.
 func (c *EntryCodec) AppendKey(dst []byte, entry format.Key) ([]byte, error) {
-	return c.appendKeyFields(dst, entry, len(c.keyPos))
-}
-
-// AppendClusterKey appends the encoding of the entry's clustering key alone:
-// the prefix of its staging key that decides its place in the index.
-func (c *EntryCodec) AppendClusterKey(dst []byte, entry format.Key) ([]byte, error) {
-	return c.appendKeyFields(dst, entry, c.nCluster)
-}
-
-func (c *EntryCodec) appendKeyFields(dst []byte, entry format.Key, n int) ([]byte, error) {
 	var err error
-	for i, p := range c.keyPos[:n] {
+	for i, p := range c.keyPos {
 		if dst, err = format.AppendValueKey(dst, c.keyTypes[i], entry[p]); err != nil {
 			return nil, fmt.Errorf("encode entry key: %w", err)
 		}

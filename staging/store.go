@@ -45,10 +45,10 @@ type StoreOptions struct {
 	// MemTableSize is the size of each Pebble memtable; with the write
 	// batches it bounds the memory of staging. Default DefaultMemTableSize.
 	MemTableSize uint64
-	// NoSync turns off the fsync of the write-ahead log when a stage is
-	// sealed or removed: a machine crash may then lose a seal the caller saw
-	// succeed. A process crash (kill -9) loses nothing either way. Default
-	// false: seals are durable when Seal returns.
+	// NoSync lets Seal, Drop and Abandon return before their write reaches
+	// the disk: a crash, even of the process alone (Pebble buffers its log),
+	// may then lose the most recent ones, though never part of a seal.
+	// Default false: a seal is durable when Seal returns.
 	NoSync bool
 	// BatchBytes is the size at which a Stager writes its batch of
 	// mutations to Pebble (without waiting for the disk). Default
@@ -112,9 +112,10 @@ type StageRef struct {
 //
 //	0x02 | index | 0x00 | source snapshot ID  ->  0x00 (open) or 0x01 + SealMeta JSON (sealed)
 //
-// Durability. A Stager writes its batches without syncing and the seal with
-// the last batch, synced: the write-ahead log is replayed in order after a
-// crash, so a seal that survives implies every mutation of its stage did.
+// Durability. A Stager writes its batches without waiting for the disk and
+// the seal with the last batch, synced. The write-ahead log is written and
+// replayed in commit order, so what survives a crash is a prefix of the
+// commits: a seal that survives implies every mutation of its stage did.
 // A stage open after a restart is a partial one; Unsealed lists them for
 // the caller to abandon and redo.
 //

@@ -34,7 +34,7 @@ type crashAdd struct {
 // in order and what Iterate must report, in key order.
 func crashStage(id int64) (adds []crashAdd, want []staged) {
 	r := rand.New(rand.NewPCG(uint64(id), 7))
-	n := 1 + r.IntN(20000)
+	n := 1 + r.IntN(8000)
 	for i := range n {
 		key := binary.BigEndian.AppendUint64(nil, r.Uint64())
 		key = binary.AppendUvarint(key, uint64(i)) // distinct keys

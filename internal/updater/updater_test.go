@@ -1,0 +1,276 @@
+package updater
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/internal/verify"
+	"github.com/streamidx/streamidx/staging"
+)
+
+var schema = iceberg.NewSchema(0,
+	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
+	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},
+	iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
+	iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
+)
+
+func row(id int64, version int) []any {
+	var customer any = id % 13
+	if id%11 == 0 {
+		customer = nil
+	}
+	return []any{id, customer, fmt.Sprintf("v%d-%d", version, id), float64(version) + float64(id)/7}
+}
+
+// env is a table with indexes, an index catalog and a staging store.
+type env struct {
+	t       *testing.T
+	tbl     *table.Table
+	indexes indexcatalog.Catalog
+	store   *staging.Store
+	cat     *sqlcat.Catalog
+}
+
+var testDefinitions = []string{
+	`{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`,
+	`{"name":"by_customer","identity":["customer_id","id"],"materialized":["name"],"cluster":["bucket(4, customer_id)","customer_id","id"]}`,
+}
+
+func newEnv(t *testing.T, formatVersion int) *env {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: schema, FormatVersion: formatVersion, RowGroupRows: 8})
+	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ic, err := indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range testDefinitions {
+		def, err := indexdef.Parse([]byte(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), tbl.Location()+"/indexes/"+def.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ic.Create(context.Background(), tbl.Identifier(), def.Name, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store, err := staging.OpenStore(t.TempDir(), staging.StoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return &env{t: t, tbl: tbl, indexes: ic, store: store, cat: cat.(*sqlcat.Catalog)}
+}
+
+func (e *env) updater(index string, policy Policy) *Updater {
+	return New(e.cat, e.indexes, e.store, e.tbl.Identifier(), index, Options{
+		Policy: policy,
+		Range:  compactor.RangeWriterOptions{TargetFileSize: 1 << 10, RowGroupRows: 16},
+	})
+}
+
+// verifyCurrent checks the index's current snapshot with the independent
+// verifier and that it is aligned with the table's current snapshot.
+func (e *env) verifyCurrent(index string, step int) {
+	e.t.Helper()
+	ctx := context.Background()
+	md, _, err := e.indexes.Load(ctx, e.tbl.Identifier(), index)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tbl, err := e.cat.LoadTable(ctx, e.tbl.Identifier())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cur := md.CurrentSnapshot()
+	if cur == nil || cur.SourceTableSnapshotID != tbl.CurrentSnapshot().SnapshotID {
+		e.t.Fatalf("step %d: index %s is not aligned with the table's current snapshot", step, index)
+	}
+	rep, err := verify.Verify(ctx, tbl, md, cur, verify.Options{})
+	if err != nil {
+		e.t.Fatalf("step %d: verify %s: %v", step, index, err)
+	}
+	if !rep.Exact() {
+		e.t.Fatalf("step %d: index %s is not exact:\n%s", step, index, rep.Summary())
+	}
+}
+
+// TestFiftyCommits drives 50 source commits of every kind through the
+// updater; after each, the index snapshot aligned with it must verify.
+func TestFiftyCommits(t *testing.T) {
+	for _, fv := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
+			e := newEnv(t, fv)
+			updaters := []*Updater{e.updater("pk", PolicyEvery), e.updater("by_customer", PolicyEvery)}
+			r := rand.New(rand.NewPCG(7, uint64(fv)))
+			live := map[int64]int{} // id -> version
+			next := int64(0)
+			tbl := e.tbl
+			ctx := context.Background()
+			kinds := map[string]int{}
+			for step := 1; step <= 50; step++ {
+				var kind string
+				files := testtables.LiveFiles(t, tbl, iceberg.EntryContentData)
+				switch {
+				case step == 1 || step%7 == 1:
+					kind = "append"
+					var rows [][]any
+					for range 20 + r.IntN(20) {
+						rows = append(rows, row(next, 0))
+						live[next] = 0
+						next++
+					}
+					tbl, _ = testtables.Append(t, tbl, rows...)
+				case step%7 == 2 || step%7 == 5:
+					kind = "upsert"
+					var dels, rows [][]any
+					for id, v := range live {
+						if r.IntN(6) == 0 {
+							dels = append(dels, []any{id})
+							rows = append(rows, row(id, v+1))
+							live[id] = v + 1
+						}
+					}
+					if len(dels) == 0 {
+						dels, rows = [][]any{{int64(0)}}, [][]any{row(0, 9)}
+						live[0] = 9
+					}
+					del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, dels...)
+					tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, rows...)
+				case step%7 == 3:
+					f := files[r.IntN(len(files))]
+					if fv >= 3 {
+						kind = "deletion vector"
+						tbl, _ = testtables.AddDV(t, tbl, f, int64(r.IntN(int(f.Count()))), int64(r.IntN(int(f.Count()))))
+					} else {
+						kind = "position delete"
+						tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: f, Pos: []int64{int64(r.IntN(int(f.Count())))}})
+					}
+				case step%7 == 4:
+					kind = "equality delete"
+					tbl = testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(r.IntN(13))})
+				case step%7 == 6 && step%2 == 0:
+					kind = "rewrite"
+					victim := files[r.IntN(len(files))]
+					tbl, _ = testtables.Rewrite(t, tbl, []iceberg.DataFile{victim}, row(next, 5), row(next+1, 5))
+					next += 2
+				default:
+					kind = "overwrite"
+					victim := files[r.IntN(len(files))]
+					tbl, _ = testtables.Rewrite(t, tbl, []iceberg.DataFile{victim}, row(next, 7))
+					next++
+				}
+				kinds[kind]++
+				for _, u := range updaters {
+					n, err := u.Step(ctx, nil)
+					if err != nil {
+						t.Fatalf("step %d (%s): update %s: %v", step, kind, u.index, err)
+					}
+					if n != 1 {
+						t.Fatalf("step %d (%s): %s published %d index snapshots, want 1", step, kind, u.index, n)
+					}
+					e.verifyCurrent(u.index, step)
+				}
+			}
+			t.Logf("commit kinds: %v", kinds)
+			for _, k := range []string{"append", "upsert", "equality delete", "rewrite", "overwrite"} {
+				if kinds[k] == 0 {
+					t.Errorf("the script made no %s commit", k)
+				}
+			}
+			md, _, _ := e.indexes.Load(ctx, e.tbl.Identifier(), "pk")
+			if len(md.Snapshots) < 40 { // 50 published; expiry keeps the newest ones
+				t.Errorf("only %d index snapshots", len(md.Snapshots))
+			}
+		})
+	}
+}
+
+// TestLatestSkipsToNewest: behind by several commits, policy latest
+// publishes one index snapshot for the newest source snapshot.
+func TestLatestSkipsToNewest(t *testing.T) {
+	e := newEnv(t, 2)
+	tbl := e.tbl
+	tbl, _ = testtables.Append(t, tbl, row(1, 0), row(2, 0))
+	u := e.updater("pk", PolicyLatest)
+	if n, err := u.Step(context.Background(), nil); err != nil || n != 1 {
+		t.Fatalf("first build: %d %v", n, err)
+	}
+	for i := int64(3); i < 7; i++ {
+		tbl, _ = testtables.Append(t, tbl, row(i, 0))
+	}
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(2)})
+	n, err := u.Step(context.Background(), map[string]string{"streamidx.test": "x"})
+	if err != nil || n != 1 {
+		t.Fatalf("latest: published %d, %v", n, err)
+	}
+	e.verifyCurrent("pk", 1)
+	md, _, _ := e.indexes.Load(context.Background(), e.tbl.Identifier(), "pk")
+	if len(md.Snapshots) != 2 || md.CurrentSnapshot().Properties["streamidx.test"] != "x" {
+		t.Errorf("snapshots %d, properties %v", len(md.Snapshots), md.CurrentSnapshot().Properties)
+	}
+}
+
+// TestTwoUpdatersOneIndex: two updaters on the same index, interleaved,
+// lose no source snapshot and corrupt nothing.
+func TestTwoUpdatersOneIndex(t *testing.T) {
+	e := newEnv(t, 2)
+	tbl := e.tbl
+	// Two processes: each has its own staging store.
+	a := e.updater("pk", PolicyEvery)
+	other, err := staging.OpenStore(t.TempDir(), staging.StoreOptions{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	b := New(e.cat, e.indexes, other, e.tbl.Identifier(), "pk", a.opts)
+	ctx := context.Background()
+	var sources []int64
+	for i := int64(0); i < 8; i++ {
+		tbl, _ = testtables.Append(t, tbl, row(i*3, 0), row(i*3+1, 0), row(i*3+2, 0))
+		if i%3 == 1 {
+			tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{i * 3})
+		}
+		sources = append(sources, tbl.CurrentSnapshot().SnapshotID)
+		done := make(chan error, 2)
+		for _, u := range []*Updater{a, b} {
+			go func() { _, err := u.Step(ctx, nil); done <- err }()
+		}
+		for range 2 {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.verifyCurrent("pk", int(i))
+	}
+	md, _, _ := e.indexes.Load(ctx, e.tbl.Identifier(), "pk")
+	seen := map[int64]int{}
+	for _, s := range md.Snapshots {
+		seen[s.SourceTableSnapshotID]++
+	}
+	for _, s := range sources {
+		if seen[s] != 1 {
+			t.Errorf("source snapshot %d has %d index snapshots, want exactly 1", s, seen[s])
+		}
+	}
+}
