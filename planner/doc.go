@@ -1,9 +1,20 @@
-// Package planner reads index snapshots to answer questions: point, IN and
-// range lookups on the clustering key (predicates on source columns are
-// projected through the cluster expressions), equality deletes turned into
-// row positions per data file, and reconciliation of an index snapshot that
-// lags the table snapshot being read.
+// Package planner answers questions through index snapshots. A lookup is a
+// predicate (Parse: =, IN, <, <=, >, >=, BETWEEN, IS [NOT] NULL and AND of
+// them) on source columns or index fields. Conditions on a source column
+// are projected through the cluster expressions the way Iceberg projects
+// filters through partition transforms: identity, truncate, year, month,
+// day and hour keep order and carry ranges, bucket carries = and IN. The
+// tracking file is binary-searched by group_max_value for the resulting
+// clustering-key ranges, range files and row groups are skipped by their
+// statistics, and rows are filtered exactly on the stored values.
+//
+// The answer (Arrow record batches of the stored fields, and for an index
+// with _file and _pos the matching positions per data file as roaring
+// bitmaps) is exact for the requested table snapshot: an index snapshot
+// built for an ancestor is reconciled with the deletes and data files
+// committed since. An index type the planner does not implement is
+// refused with ErrUnsupportedIndex, telling the caller to read the table.
 //
 // Concurrency: a Planner is safe for concurrent use; decoded tracking files
-// are cached by path because they are immutable.
+// are cached by path, since they are immutable.
 package planner

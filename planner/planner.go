@@ -116,7 +116,8 @@ type Result struct {
 	// Locations are the matching rows' positions by data file, for an
 	// index that stores _file and _pos; nil for one that does not.
 	Locations map[string]*roaring64.Bitmap
-	// Truncated is set when Query.Limit stopped the lookup.
+	// Truncated is set when the lookup stopped at Query.Limit rows; more
+	// entries may match.
 	Truncated bool
 	Plan      Plan
 	Stats     Stats
@@ -228,7 +229,7 @@ func tableSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 		if s := tbl.CurrentSnapshot(); s != nil {
 			return s, nil
 		}
-		return nil, fmt.Errorf("table %s has no snapshot: %w", tbl.Identifier(), ErrNoIndexSnapshot)
+		return nil, fmt.Errorf("table %s has no snapshot yet", tbl.Identifier())
 	}
 	if s := tbl.SnapshotByID(id); s != nil {
 		return s, nil

@@ -178,7 +178,7 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 	if len(keys) == 0 || len(keys) == len(ru.res.Fields) {
 		return rf.Read(ctx, nil, groups, func(b arrow.RecordBatch) error {
 			st.EntriesScanned += b.NumRows()
-			return ru.consume(ctx, b, true)
+			return ru.consume(ctx, b, true, nil)
 		})
 	}
 	// Find the matching rows by the columns the filters test, then read
@@ -190,21 +190,22 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 		colOf[id] = i
 	}
 	for _, g := range groups {
-		first, last, off := int64(-1), int64(-1), int64(0)
+		var keep []bool
+		first, last := int64(-1), int64(-1)
 		err := rf.Read(ctx, keys, []int{g}, func(b arrow.RecordBatch) error {
-			keep, err := ru.match(b, colOf)
+			k, err := ru.match(b, colOf)
 			if err != nil {
 				return err
 			}
-			for i, k := range keep {
-				if k {
+			for i, m := range k {
+				if m {
 					if first < 0 {
-						first = off + int64(i)
+						first = int64(len(keep) + i)
 					}
-					last = off + int64(i)
+					last = int64(len(keep) + i)
 				}
 			}
-			off += b.NumRows()
+			keep = append(keep, k...)
 			st.EntriesScanned += b.NumRows()
 			return nil
 		})
@@ -214,7 +215,14 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 		if first < 0 {
 			continue
 		}
-		if err := rf.ReadRows(ctx, nil, g, first, last-first+1, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) }); err != nil {
+		span := keep[first : last+1]
+		err = rf.ReadRows(ctx, nil, g, first, last-first+1, func(b arrow.RecordBatch) error {
+			n := int(b.NumRows())
+			k := span[:n]
+			span = span[n:]
+			return ru.consume(ctx, b, true, k)
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -257,12 +265,16 @@ func (ru *run) match(b arrow.RecordBatch, colOf map[int]int) ([]bool, error) {
 }
 
 // consume filters a batch of stored fields, from a range file (fromIndex)
-// or computed from an added data file, and keeps the matches.
-func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool) error {
+// or computed from an added data file, and keeps the matches. keep, when
+// not nil, says which rows match, found from the filtered columns alone;
+// consume may change it.
+func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool, keep []bool) error {
 	st := &ru.res.Stats
-	keep, err := ru.match(b, ru.colOf)
-	if err != nil {
-		return err
+	if keep == nil {
+		var err error
+		if keep, err = ru.match(b, ru.colOf); err != nil {
+			return err
+		}
 	}
 	count := int64(0)
 	for i := range keep {
@@ -326,6 +338,12 @@ func (ru *run) apply(fl filter, b arrow.RecordBatch, colOf map[int]int, keep []b
 		}
 		defer arr.Release()
 		col = arr
+	}
+	if fl.ints != nil && applyInts(fl.ints, col, keep) {
+		return nil
+	}
+	if fl.strs != nil && applyStrings(fl.strs, col, keep) {
+		return nil
 	}
 	for i := range keep {
 		if keep[i] {

@@ -39,6 +39,9 @@ type filter struct {
 	expr    format.Expr // evaluated over the stored source columns otherwise
 	typ     iceberg.Type
 	set     valueSet
+	// ints and strs test columns without boxing values, when set allows.
+	ints *intSet
+	strs stringPoints
 }
 
 // resolve binds a predicate to an index schema. Column names are looked up
@@ -226,6 +229,11 @@ func (r *resolved) project() {
 			fl.expr = f.Expr
 		}
 		add(fl)
+	}
+	for i := range r.filters {
+		fl := &r.filters[i]
+		fl.ints, _ = newIntSet(fl.set)
+		fl.strs, _ = newStringPoints(fl.set)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -26,7 +27,51 @@ const DefaultDataDir = "streamidx-data"
 type Config struct {
 	Catalog CatalogConfig `yaml:"catalog"`
 	Build   BuildConfig   `yaml:"build"`
+	Run     RunConfig     `yaml:"run"`
 	Log     LogConfig     `yaml:"log"`
+}
+
+// RunConfig configures the daemon, streamidx run.
+type RunConfig struct {
+	// Indexes are the (table, index) pairs to keep fresh. Default: none
+	// (give them here or as --table/--index flags).
+	Indexes []IndexRef `yaml:"indexes"`
+	// PollInterval is how often the catalog is polled for new snapshots
+	// when no notification arrives. Default: 10s.
+	PollInterval Duration `yaml:"poll-interval"`
+	// Policy is every (one index snapshot per source snapshot) or latest
+	// (skip to the newest when behind). Default: every.
+	Policy string `yaml:"policy"`
+	// HTTP is the listen address of /metrics, /healthz and /readyz; empty
+	// turns the server off. Default: 127.0.0.1:9464.
+	HTTP string `yaml:"http"`
+	// StageDir holds the Pebble staging store. Default: streamidx-data/staging.
+	StageDir string `yaml:"stage-dir"`
+	// Kafka carries the commit notifications. Default: no Kafka; poll.
+	Kafka KafkaConfig `yaml:"kafka"`
+	// RetainSnapshots index snapshots are kept by expiry. Default: 10.
+	RetainSnapshots int `yaml:"retain-snapshots"`
+	// MaxSnapshotAge expires older index snapshots too; 0 means no age
+	// limit. Default: 0.
+	MaxSnapshotAge Duration `yaml:"max-snapshot-age"`
+}
+
+// IndexRef names an index of a table.
+type IndexRef struct {
+	Table string `yaml:"table"`
+	Index string `yaml:"index"`
+}
+
+// KafkaConfig is where commit notifications come from.
+type KafkaConfig struct {
+	// Brokers are bootstrap servers host:port. Default: none.
+	Brokers []string `yaml:"brokers"`
+	// CommitTopic carries commit notifications. Default: streamidx-commits.
+	CommitTopic string `yaml:"commit-topic"`
+	// Group is the consumer group. Default: streamidx.
+	Group string `yaml:"group"`
+	// DeadLetterTopic receives undecodable records. Default: <commit-topic>.dlq.
+	DeadLetterTopic string `yaml:"dead-letter-topic"`
 }
 
 // CatalogConfig says where tables and indexes live.
@@ -84,6 +129,13 @@ func Default() Config {
 			TargetFileSize: 128 << 20,
 			RowGroupRows:   128 * 1024,
 			Progress:       "auto",
+		},
+		Run: RunConfig{
+			PollInterval:    Duration(10 * time.Second),
+			Policy:          "every",
+			HTTP:            "127.0.0.1:9464",
+			Kafka:           KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx"},
+			RetainSnapshots: 10,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -154,6 +206,20 @@ func (c *Config) Set(key, value string) error {
 		c.Build.RowGroupRows, err = strconv.Atoi(value)
 	case "build.progress":
 		c.Build.Progress = value
+	case "run.poll-interval":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Run.PollInterval = Duration(d)
+	case "run.policy":
+		c.Run.Policy = value
+	case "run.http":
+		c.Run.HTTP = value
+	case "run.stage-dir":
+		c.Run.StageDir = value
+	case "run.kafka.brokers":
+		c.Run.Kafka.Brokers = strings.Split(value, ",")
+	case "run.kafka.commit-topic":
+		c.Run.Kafka.CommitTopic = value
 	case "log.level":
 		c.Log.Level = value
 	case "log.format":
@@ -185,6 +251,13 @@ func (c *Config) EnsureDefaults() error {
 	}
 	if c.Catalog.Name == "" {
 		c.Catalog.Name = "default"
+	}
+	if c.Run.StageDir == "" {
+		dir, err := filepath.Abs(filepath.Join(DefaultDataDir, "staging"))
+		if err != nil {
+			return err
+		}
+		c.Run.StageDir = dir
 	}
 	if c.Catalog.IndexCatalog == "" {
 		if c.CatalogKind() == "rest" {
@@ -257,6 +330,19 @@ func (c *Config) Validate() error {
 	case "auto", "always", "never":
 	default:
 		errs = append(errs, fmt.Errorf("build.progress %q: want auto, always or never", c.Build.Progress))
+	}
+	switch c.Run.Policy {
+	case "every", "latest":
+	default:
+		errs = append(errs, fmt.Errorf("run.policy %q: want every or latest", c.Run.Policy))
+	}
+	if c.Run.PollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("run.poll-interval %s: want a positive duration", time.Duration(c.Run.PollInterval)))
+	}
+	for i, r := range c.Run.Indexes {
+		if r.Table == "" || r.Index == "" {
+			errs = append(errs, fmt.Errorf("run.indexes[%d]: table and index are required", i))
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
@@ -332,3 +418,19 @@ func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the size with a unit.
 func (b ByteSize) MarshalYAML() (any, error) { return b.String(), nil }
+
+// Duration is a time.Duration written as 30s, 5m.
+type Duration time.Duration
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", n.Value, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes a Go duration string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
