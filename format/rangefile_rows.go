@@ -5,15 +5,20 @@ import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
-// ReadRows is Read for rows [first, first+count) of one row group. It seeks
-// with the file's offset index, so only the pages that hold those rows are
-// decoded: a lookup that has found its rows by the key columns reads the
-// other columns of a few rows, not of the whole row group. Batches hold at
-// most RangeFileReadOptions.BatchRows rows.
-func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup int, first, count int64, fn func(arrow.RecordBatch) error) error {
+// ReadRows is Read for chosen rows of one row group: rows are offsets in
+// the row group, ascending and without repeats. A lookup that has found
+// its matches by the key columns pays for the other columns of those rows
+// only, not of the row group: it seeks with the offset index to the first
+// row, decodes string and binary columns as dictionary indices, and turns
+// only the chosen rows into values. Batches hold at most
+// RangeFileReadOptions.BatchRows rows and are allocated with
+// compute.GetAllocator(ctx).
+func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup int, rows []int64, fn func(arrow.RecordBatch) error) error {
 	cols, err := r.projection(fieldIDs)
 	if err != nil {
 		return err
@@ -21,12 +26,19 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 	if rowGroup < 0 || rowGroup >= r.NumRowGroups() {
 		return fmt.Errorf("read range file %s: no row group %d of %d", r.name, rowGroup, r.NumRowGroups())
 	}
-	rows := r.pf.MetaData().RowGroup(rowGroup).NumRows()
-	if first < 0 || count < 0 || first+count > rows {
-		return fmt.Errorf("read range file %s: rows [%d, %d) are not in row group %d of %d rows", r.name, first, first+count, rowGroup, rows)
+	n := r.pf.MetaData().RowGroup(rowGroup).NumRows()
+	for i, row := range rows {
+		if row < 0 || row >= n || (i > 0 && row <= rows[i-1]) {
+			return fmt.Errorf("read range file %s: rows must ascend within row group %d of %d rows; row %d is %d", r.name, rowGroup, n, i, row)
+		}
 	}
-	if count == 0 {
+	if len(rows) == 0 {
 		return nil
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	wanted := make([]bool, last-first+1)
+	for _, row := range rows {
+		wanted[row-first] = true
 	}
 	fields := make([]arrow.Field, len(cols))
 	leaves := make([]int, len(cols))
@@ -35,16 +47,24 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 		leaves[i] = c.leaf
 	}
 	out := arrow.NewSchema(fields, nil)
+	mem := compute.GetAllocator(ctx)
 
+	// The record reader takes its batch size when it is made: no more than
+	// the rows from the first wanted to the last.
+	props := pqarrow.ArrowReadProperties{BatchSize: min(int64(len(wanted)), r.fr.Props.BatchSize)}
+	for _, c := range cols {
+		switch c.fileType.ID() {
+		case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
+			props.SetReadDict(c.leaf, true)
+		}
+	}
 	var rdr pqarrow.RecordReader
 	if err := r.guard(func() error {
-		// The record reader takes its batch size when it is made: no more
-		// than the rows wanted, so a seek decodes no further than needed.
-		batch := r.fr.Props.BatchSize
-		r.fr.Props.BatchSize = min(count, batch)
-		defer func() { r.fr.Props.BatchSize = batch }()
-		var err error
-		if rdr, err = r.fr.GetRecordReader(ctx, leaves, []int{rowGroup}); err != nil {
+		fr, err := pqarrow.NewFileReader(r.pf, props, mem)
+		if err != nil {
+			return err
+		}
+		if rdr, err = fr.GetRecordReader(ctx, leaves, []int{rowGroup}); err != nil {
 			return err
 		}
 		return rdr.SeekToRow(first)
@@ -55,7 +75,7 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 		return r.failure("read", err)
 	}
 	defer rdr.Release()
-	for count > 0 {
+	for len(wanted) > 0 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -70,22 +90,18 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 			return r.failure("read", err)
 		}
 		if !next {
-			return &CorruptFileError{Path: r.name, Err: fmt.Errorf("row group %d ended %d rows early", rowGroup, count)}
+			return &CorruptFileError{Path: r.name, Err: fmt.Errorf("row group %d ended %d rows early", rowGroup, len(wanted))}
 		}
 		rec := rdr.RecordBatch()
-		var batch arrow.RecordBatch
-		var err error
-		if rec.NumRows() > count {
-			part := rec.NewSlice(0, count)
-			batch, err = r.convert(ctx, part, out, cols)
-			part.Release()
-		} else {
-			batch, err = r.convert(ctx, rec, out, cols)
-		}
+		k := min(int(rec.NumRows()), len(wanted))
+		batch, err := r.chosenRows(ctx, rec, wanted[:k], out, cols)
+		wanted = wanted[k:]
 		if err != nil {
 			return err
 		}
-		count -= batch.NumRows()
+		if batch == nil {
+			continue
+		}
 		err = fn(batch)
 		batch.Release()
 		if err != nil {
@@ -93,4 +109,33 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 		}
 	}
 	return nil
+}
+
+// chosenRows converts the rows of rec that wanted marks (rec may have more
+// rows than wanted; those are not chosen), or returns nil when none is.
+func (r *RangeFileReader) chosenRows(ctx context.Context, rec arrow.RecordBatch, wanted []bool, out *arrow.Schema, cols []storedColumn) (arrow.RecordBatch, error) {
+	count := 0
+	for _, w := range wanted {
+		if w {
+			count++
+		}
+	}
+	if count == 0 {
+		return nil, nil
+	}
+	mem := compute.GetAllocator(ctx)
+	mb := array.NewBooleanBuilder(mem)
+	defer mb.Release()
+	mb.AppendValues(wanted, nil)
+	for range int(rec.NumRows()) - len(wanted) {
+		mb.Append(false)
+	}
+	mask := mb.NewArray()
+	defer mask.Release()
+	picked, err := compute.FilterRecordBatch(ctx, rec, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		return nil, fmt.Errorf("read range file %s: select rows: %w", r.name, err)
+	}
+	defer picked.Release()
+	return r.convert(ctx, picked, out, cols)
 }

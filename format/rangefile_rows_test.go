@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -23,11 +24,11 @@ func TestRangeFileReadRows(t *testing.T) {
 	}
 	defer r.Close()
 	ids := rfStoredIDs(s)
-	ctx := context.Background()
-	read := func(fieldIDs []int, g int, first, count int64) ([]rfRow, error) {
+	ctx := compute.WithAllocator(context.Background(), mem)
+	read := func(fieldIDs []int, g int, offsets ...int64) ([]rfRow, error) {
 		want := rfProjectedSchema(t, s, fieldIDs)
 		var out []rfRow
-		err := r.ReadRows(ctx, fieldIDs, g, first, count, func(rec arrow.RecordBatch) error {
+		err := r.ReadRows(ctx, fieldIDs, g, offsets, func(rec arrow.RecordBatch) error {
 			if !rec.Schema().Equal(want) || rec.NumRows() > 7 {
 				t.Errorf("batch of %d rows, schema\n%s", rec.NumRows(), rec.Schema())
 			}
@@ -48,30 +49,54 @@ func TestRangeFileReadRows(t *testing.T) {
 		})
 		return out, err
 	}
-	for _, tc := range []struct {
-		group        int
-		first, count int64
-	}{{0, 0, 1}, {0, 117, 1}, {1, 249, 1}, {1, 40, 100}, {2, 0, 100}, {0, 0, 250}, {2, 99, 0}} {
-		got, err := read(nil, tc.group, tc.first, tc.count)
-		if err != nil {
-			t.Fatalf("ReadRows(%d, %d, %d): %v", tc.group, tc.first, tc.count, err)
+	span := func(from, to int64) []int64 {
+		var out []int64
+		for i := from; i < to; i++ {
+			out = append(out, i)
 		}
-		start := int64(tc.group*250) + tc.first
-		rfCheckRows(t, s, ids, got, rows[start:start+tc.count])
+		return out
 	}
-	got, err := read([]int{rfPosID, 1}, 1, 3, 2)
+	for _, tc := range []struct {
+		group   int
+		offsets []int64
+	}{
+		{0, []int64{0}},
+		{0, []int64{117}},
+		{1, []int64{249}},
+		{1, span(40, 140)},
+		{2, span(0, 100)},
+		{0, span(0, 250)},
+		{1, []int64{3, 4, 90, 91, 92, 200, 248}},
+		{2, nil},
+	} {
+		got, err := read(nil, tc.group, tc.offsets...)
+		if err != nil {
+			t.Fatalf("ReadRows(%d, %v): %v", tc.group, tc.offsets, err)
+		}
+		var want []rfRow
+		for _, o := range tc.offsets {
+			want = append(want, rows[tc.group*250+int(o)])
+		}
+		rfCheckRows(t, s, ids, got, want)
+	}
+	got, err := read([]int{rfPosID, 1}, 1, 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rfCheckRows(t, s, []int{rfPosID, 1}, got, rows[253:255])
 
 	for _, tc := range []struct {
-		group        int
-		first, count int64
-		want         string
-	}{{3, 0, 1, "no row group 3"}, {2, 99, 2, "rows [99, 101) are not in row group 2 of 100 rows"}, {0, -1, 1, "are not in"}} {
-		if _, err := read(nil, tc.group, tc.first, tc.count); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("ReadRows(%d, %d, %d) = %v, want an error containing %q", tc.group, tc.first, tc.count, err, tc.want)
+		group   int
+		offsets []int64
+		want    string
+	}{
+		{3, []int64{0}, "no row group 3"},
+		{2, []int64{99, 100}, "row 1 is 100"},
+		{0, []int64{-1}, "row 0 is -1"},
+		{0, []int64{5, 5}, "must ascend"},
+	} {
+		if _, err := read(nil, tc.group, tc.offsets...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("ReadRows(%d, %v) = %v, want an error containing %q", tc.group, tc.offsets, err, tc.want)
 		}
 	}
 }

@@ -160,3 +160,4 @@ func benchScan(b *testing.B, tbl *table.Table, filter func(int) iceberg.BooleanE
 		}
 	}
 }
+

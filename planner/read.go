@@ -182,45 +182,39 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 		})
 	}
 	// Find the matching rows by the columns the filters test, then read
-	// every column of just the rows from the first match to the last:
-	// decoding a row group's _file strings would cost a point lookup more
-	// than all else.
+	// every column of just those rows: decoding a row group's _file strings
+	// would cost a point lookup more than all else.
 	colOf := map[int]int{}
 	for i, id := range keys {
 		colOf[id] = i
 	}
+	ctx = compute.WithAllocator(ctx, ru.mem)
 	for _, g := range groups {
-		var keep []bool
-		first, last := int64(-1), int64(-1)
+		var rows []int64
+		var off int64
 		err := rf.Read(ctx, keys, []int{g}, func(b arrow.RecordBatch) error {
-			k, err := ru.match(b, colOf)
+			keep, err := ru.match(b, colOf)
 			if err != nil {
 				return err
 			}
-			for i, m := range k {
-				if m {
-					if first < 0 {
-						first = int64(len(keep) + i)
-					}
-					last = int64(len(keep) + i)
+			for i, k := range keep {
+				if k {
+					rows = append(rows, off+int64(i))
 				}
 			}
-			keep = append(keep, k...)
+			off += b.NumRows()
 			st.EntriesScanned += b.NumRows()
 			return nil
 		})
 		if err != nil {
 			return err
 		}
-		if first < 0 {
-			continue
-		}
-		span := keep[first : last+1]
-		err = rf.ReadRows(ctx, nil, g, first, last-first+1, func(b arrow.RecordBatch) error {
-			n := int(b.NumRows())
-			k := span[:n]
-			span = span[n:]
-			return ru.consume(ctx, b, true, k)
+		err = rf.ReadRows(ctx, nil, g, rows, func(b arrow.RecordBatch) error {
+			keep := make([]bool, b.NumRows())
+			for i := range keep {
+				keep[i] = true
+			}
+			return ru.consume(ctx, b, true, keep)
 		})
 		if err != nil {
 			return err

@@ -146,8 +146,8 @@ func newDaemon(e *env, cfg config.RunConfig) (*daemon, error) {
 				TargetFileSize: int64(e.cfg.Build.TargetFileSize), RowGroupRows: e.cfg.Build.RowGroupRows, IOProperties: e.props,
 			},
 			MemoryBudget: int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir,
-			Expire:       flush.ExpireOptions{RetainLast: cfg.RetainSnapshots, MaxAge: time.Duration(cfg.MaxSnapshotAge), IOProperties: e.props, Logger: e.log},
-			Logger:       e.log, Metrics: metrics,
+			Expire: flush.ExpireOptions{RetainLast: cfg.RetainSnapshots, MaxAge: time.Duration(cfg.MaxSnapshotAge), IOProperties: e.props, Logger: e.log},
+			Logger: e.log, Metrics: metrics,
 		})
 		key := strings.Join(id, ".")
 		d.workers[key] = append(d.workers[key], &worker{ref: ref, upd: u, wake: make(chan struct{}, 1)})
