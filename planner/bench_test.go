@@ -57,10 +57,10 @@ func gcd(a, b int) int {
 
 // BenchmarkLookup measures a one-key lookup and a 10,000-key IN lookup on
 // a table of STREAMIDX_BENCH_ROWS rows in 10 data files, through a pk index
-// (cluster id; _file and _pos materialized) and through iceberg-go's
-// filtered scan, in the same run. Per lookup it reports range files and
-// bytes read; the tracking file is cached after the first lookup, as in a
-// long-running process.
+// (cluster id; _file and _pos materialized; 1 MiB range files of 16Ki-row
+// row groups) and through iceberg-go's filtered scan, in the same run. Per
+// lookup it reports range files, row groups and bytes read; the tracking
+// file is cached after the first lookup, as in a long-running process.
 func BenchmarkLookup(b *testing.B) {
 	n := benchRows(b)
 	cat, _ := testtables.NewCatalog(b)
@@ -82,7 +82,7 @@ func BenchmarkLookup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	buildIndex(b, tbl, md, tbl.CurrentSnapshot(), compactor.RangeWriterOptions{TargetFileSize: 4 << 20, RowGroupRows: 16 << 10})
+	buildIndex(b, tbl, md, tbl.CurrentSnapshot(), compactor.RangeWriterOptions{TargetFileSize: 1 << 20, RowGroupRows: 16 << 10})
 	p := New(Options{})
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -118,7 +118,7 @@ func BenchmarkLookup(b *testing.B) {
 
 func benchIndex(b *testing.B, p *Planner, tbl *table.Table, md *format.Metadata, where func(int) string, rows int64) {
 	ctx := context.Background()
-	var files, bytes int64
+	var files, groups, bytes int64
 	b.ResetTimer()
 	for i := range b.N {
 		res, err := p.Lookup(ctx, tbl, md, Query{Where: where(i)})
@@ -129,6 +129,7 @@ func benchIndex(b *testing.B, p *Planner, tbl *table.Table, md *format.Metadata,
 			b.Fatalf("%d rows, want %d", res.NumRows(), rows)
 		}
 		files += int64(res.Stats.RangeFilesRead)
+		groups += int64(res.Stats.RowGroupsRead)
 		bytes += res.Stats.BytesRead + res.Stats.TrackingBytesRead
 		if i == 0 {
 			b.ReportMetric(float64(res.Stats.RangeFilesTotal), "range_files_total")
@@ -136,6 +137,7 @@ func benchIndex(b *testing.B, p *Planner, tbl *table.Table, md *format.Metadata,
 		res.Release()
 	}
 	b.ReportMetric(float64(files)/float64(b.N), "range_files/op")
+	b.ReportMetric(float64(groups)/float64(b.N), "row_groups/op")
 	b.ReportMetric(float64(bytes)/float64(b.N), "bytes_read/op")
 }
 
@@ -160,4 +162,3 @@ func benchScan(b *testing.B, tbl *table.Table, filter func(int) iceberg.BooleanE
 		}
 	}
 }
-

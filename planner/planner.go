@@ -242,7 +242,9 @@ func tableSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 // snapshot and how many commits lie between it and the target.
 func chooseSnapshot(tbl *table.Table, md *format.Metadata, target *table.Snapshot) (*format.Snapshot, *table.Snapshot, int, error) {
 	behind := 0
-	for s := target; s != nil; behind++ {
+	// A parent chain is at most as long as the table's snapshot list; the
+	// bound keeps corrupt metadata with a cycle from looping.
+	for s := target; s != nil && behind <= len(tbl.Metadata().Snapshots()); behind++ {
 		if snaps := md.SnapshotsForSource(s.SnapshotID); len(snaps) > 0 {
 			return snaps[0], s, behind, nil
 		}

@@ -174,11 +174,14 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 	fp.RowGroups, fp.RowGroupsRead = rf.NumRowGroups(), len(groups)
 	st.RowGroupsTotal += fp.RowGroups
 	st.RowGroupsRead += fp.RowGroupsRead
+	if len(groups) == 0 {
+		return nil // Read takes nil for every row group
+	}
 	keys := ru.filterColumns()
 	if len(keys) == 0 || len(keys) == len(ru.res.Fields) {
 		return rf.Read(ctx, nil, groups, func(b arrow.RecordBatch) error {
 			st.EntriesScanned += b.NumRows()
-			return ru.consume(ctx, b, true, nil)
+			return ru.consume(ctx, b, true)
 		})
 	}
 	// Find the matching rows by the columns the filters test, then read
@@ -209,13 +212,7 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 		if err != nil {
 			return err
 		}
-		err = rf.ReadRows(ctx, nil, g, rows, func(b arrow.RecordBatch) error {
-			keep := make([]bool, b.NumRows())
-			for i := range keep {
-				keep[i] = true
-			}
-			return ru.consume(ctx, b, true, keep)
-		})
+		err = rf.ReadRows(ctx, nil, g, rows, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
 		if err != nil {
 			return err
 		}
@@ -259,16 +256,12 @@ func (ru *run) match(b arrow.RecordBatch, colOf map[int]int) ([]bool, error) {
 }
 
 // consume filters a batch of stored fields, from a range file (fromIndex)
-// or computed from an added data file, and keeps the matches. keep, when
-// not nil, says which rows match, found from the filtered columns alone;
-// consume may change it.
-func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool, keep []bool) error {
+// or computed from an added data file, and keeps the matches.
+func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool) error {
 	st := &ru.res.Stats
-	if keep == nil {
-		var err error
-		if keep, err = ru.match(b, ru.colOf); err != nil {
-			return err
-		}
+	keep, err := ru.match(b, ru.colOf)
+	if err != nil {
+		return err
 	}
 	count := int64(0)
 	for i := range keep {

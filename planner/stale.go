@@ -269,7 +269,7 @@ func (rc *reconciler) scanAdded(ctx context.Context, ru *run) error {
 			defer entries.Release()
 			stored := ru.storedOf(entries)
 			defer stored.Release()
-			return ru.consume(ctx, stored, false, nil)
+			return ru.consume(ctx, stored, false)
 		})
 		if err != nil {
 			return err

@@ -21,6 +21,8 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	start := fs.Int64("start", 0, "first order id")
 	seed := fs.Uint64("seed", 1, "random seed")
 	formatVersion := fs.Int("format-version", 2, "Iceberg format version of a new table")
+	upsert := fs.Int64("upsert", 0, "instead of appending, commit one upsert (equality delete + new version) of `N` existing orders among the first --rows")
+	pattern := fs.String("pattern", "uniform", "which orders --upsert changes: tail (the highest ids) or uniform")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
@@ -41,6 +43,17 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 		return exitError, err
 	}
 	began := time.Now()
+	if *upsert > 0 {
+		ids, err := workload.UpsertIDs(*rowsN, *upsert, *pattern, *seed)
+		if err != nil {
+			return exitError, err
+		}
+		if tbl, err = workload.Upsert(ctx, tbl, ids, 1, *seed); err != nil {
+			return exitError, err
+		}
+		fmt.Fprintf(stdout, "upserted %d orders (%s) in %s: snapshot %d\n", len(ids), *pattern, time.Since(began).Round(time.Millisecond), tbl.CurrentSnapshot().SnapshotID)
+		return exitOK, nil
+	}
 	per := (*rowsN + int64(*commits) - 1) / int64(*commits)
 	for from := *start; from < *start+*rowsN; from += per {
 		to := min(from+per, *start+*rowsN)

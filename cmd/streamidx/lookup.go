@@ -59,6 +59,9 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	// too, which says to read the table directly.
 	p := planner.New(planner.Options{IOProperties: e.props})
 	res, err := p.Lookup(ctx, tbl, md, planner.Query{Where: *where, TableSnapshotID: *snapshotID, Limit: *limit})
+	if errors.Is(err, planner.ErrNoIndexSnapshot) {
+		return exitError, fmt.Errorf("index %s: %w: run streamidx build", *indexName, err)
+	}
 	if err != nil {
 		return exitError, fmt.Errorf("index %s: %w", *indexName, err)
 	}

@@ -47,6 +47,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	httpAddr := fs.String("http", "", "listen `address` of /metrics, /healthz, /readyz, or none (default 127.0.0.1:9464)")
 	policy := fs.String("policy", "", "alignment `policy`: every or latest (default every)")
 	stageDir := fs.String("stage-dir", "", "staging store `directory` (default ./streamidx-data/staging)")
+	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
@@ -85,6 +86,9 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	d, err := newDaemon(e, e.cfg.Run)
 	if err != nil {
 		return exitError, err
+	}
+	if *once {
+		return d.runOnce(ctx, stdout)
 	}
 	if err := d.run(ctx); err != nil {
 		return exitError, err
@@ -379,4 +383,20 @@ func (d *daemon) addr() string {
 		return ""
 	}
 	return d.listener.Addr().String()
+}
+
+// runOnce aligns every index with its table once.
+func (d *daemon) runOnce(ctx context.Context, stdout io.Writer) (int, error) {
+	defer d.store.Close()
+	for _, ws := range d.workers {
+		for _, w := range ws {
+			began := time.Now()
+			n, err := w.upd.Step(ctx, nil)
+			if err != nil {
+				return exitError, fmt.Errorf("update %s/%s: %w", w.ref.Table, w.ref.Index, err)
+			}
+			fmt.Fprintf(stdout, "%s/%s: %d index snapshots published in %s\n", w.ref.Table, w.ref.Index, n, time.Since(began).Round(time.Millisecond))
+		}
+	}
+	return exitOK, nil
 }

@@ -248,16 +248,17 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	if err != nil {
 		return err
 	}
-	stage := u.stageName(cur)
-	if err := u.ensureStaged(ctx, tbl, is, stage, base, next); err != nil {
-		return err
-	}
 	data, err := objstore.ReadFile(ctx, u.opts.Range.IOProperties, cur.TrackingFile)
 	if err != nil {
 		return err
 	}
 	prev, err := format.ReadTrackingFile(bytes.NewReader(data), cur.TrackingFile, is)
 	if err != nil {
+		return err
+	}
+	stage := u.stageName(cur)
+	resolver := &indexResolver{is: is, entries: prev, props: u.opts.Range.IOProperties}
+	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver); err != nil {
 		return err
 	}
 	delta := func(yield func(key, value []byte, count int) bool) error {
@@ -301,7 +302,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 
 // ensureStaged makes sure a sealed stage of the delta base -> next exists,
 // computing it unless a previous run sealed it already.
-func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format.IndexSchema, stage string, base, next *table.Snapshot) error {
+func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format.IndexSchema, stage string, base, next *table.Snapshot, eq ingest.EqualityResolver) error {
 	sealed, err := u.store.Sealed(stage)
 	if err != nil {
 		return err
@@ -318,7 +319,7 @@ func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format
 	}
 	codec := staging.NewEntryCodec(is)
 	var k, v []byte
-	stats, err := ingest.ComputeDelta(ctx, tbl, base, next, is, ingest.DeltaOptions{}, func(entry format.Key, count int) error {
+	stats, err := ingest.ComputeDelta(ctx, tbl, base, next, is, ingest.DeltaOptions{Equality: eq}, func(entry format.Key, count int) error {
 		var err error
 		if k, err = codec.AppendKey(k[:0], entry); err != nil {
 			return err

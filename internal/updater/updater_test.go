@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/indexcatalog"
@@ -272,5 +273,44 @@ func TestTwoUpdatersOneIndex(t *testing.T) {
 		if seen[s] != 1 {
 			t.Errorf("source snapshot %d has %d index snapshots, want exactly 1", s, seen[s])
 		}
+	}
+}
+
+// TestEqualityDeletesThroughTheIndex: an upsert keyed on the index's leading
+// cluster field is resolved through the index (no data file read in full),
+// one on another column takes the slow path; both stay exact.
+func TestEqualityDeletesThroughTheIndex(t *testing.T) {
+	e := newEnv(t, 2)
+	tbl := e.tbl
+	var rows [][]any
+	for i := range int64(200) {
+		rows = append(rows, row(i, 0))
+	}
+	tbl, _ = testtables.Append(t, tbl, rows[:100]...)
+	tbl, _ = testtables.Append(t, tbl, rows[100:]...)
+	m := NewMetrics(nil)
+	u := New(e.cat, e.indexes, e.store, e.tbl.Identifier(), "pk", Options{Metrics: m,
+		Range: compactor.RangeWriterOptions{TargetFileSize: 1 << 10, RowGroupRows: 16}})
+	ctx := context.Background()
+	if _, err := u.Step(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	slow := func() float64 { return testutil.ToFloat64(m.EqualitySlowPath.WithLabelValues("test.orders", "pk")) }
+	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(5)}, []any{int64(150)})
+	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(5, 1), row(150, 1))
+	if _, err := u.Step(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyCurrent("pk", 1)
+	if got := slow(); got != 0 {
+		t.Errorf("an upsert on the index key read %v data files in full; want the index to answer", got)
+	}
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(4)})
+	if _, err := u.Step(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyCurrent("pk", 2)
+	if got := slow(); got == 0 {
+		t.Error("an equality delete on a column the index does not lead with must take the slow path")
 	}
 }

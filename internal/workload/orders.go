@@ -137,3 +137,61 @@ func Append(ctx context.Context, tbl *table.Table, from, to int64, version int, 
 	}
 	return out, nil
 }
+
+// Upsert commits, in one snapshot, an equality delete of the given order
+// ids (on order_id) and their new version: the shape of a CDC upsert.
+func Upsert(ctx context.Context, tbl *table.Table, ids []int64, version int, seed uint64) (*table.Table, error) {
+	mem := memory.DefaultAllocator
+	keySchema := arrow.NewSchema([]arrow.Field{{Name: "order_id", Type: arrow.PrimitiveTypes.Int64,
+		Metadata: arrow.NewMetadata([]string{"PARQUET:field_id"}, []string{"1"})}}, nil)
+	kb := array.NewInt64Builder(mem)
+	kb.AppendValues(ids, nil)
+	keys := kb.NewArray()
+	kb.Release()
+	keyRec := array.NewRecordBatch(keySchema, []arrow.Array{keys}, int64(len(ids)))
+	keys.Release()
+	defer keyRec.Release()
+	tx := tbl.NewTransaction()
+	deletes, err := tx.WriteEqualityDeletes(ctx, []int{1}, func(yield func(arrow.RecordBatch, error) bool) { yield(keyRec, nil) })
+	if err != nil {
+		return nil, fmt.Errorf("write equality deletes: %w", err)
+	}
+	sc, batches := Batches(mem, func(i int64) int64 { return ids[i] }, 0, int64(len(ids)), version, seed, 64*1024)
+	var files []iceberg.DataFile
+	for df, err := range table.WriteRecords(ctx, tbl, sc, batches) {
+		if err != nil {
+			return nil, fmt.Errorf("write upserted rows: %w", err)
+		}
+		files = append(files, df)
+	}
+	if err := tx.NewRowDelta(nil).AddRows(files...).AddDeletes(deletes...).Commit(ctx); err != nil {
+		return nil, fmt.Errorf("stage upsert: %w", err)
+	}
+	out, err := tx.Commit(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("commit upsert: %w", err)
+	}
+	return out, nil
+}
+
+// UpsertIDs picks n existing order ids among [0, rows): at the tail of the
+// key range, or spread uniformly.
+func UpsertIDs(rows, n int64, pattern string, seed uint64) ([]int64, error) {
+	n = min(n, rows)
+	ids := make([]int64, 0, n)
+	switch pattern {
+	case "tail":
+		for i := rows - n; i < rows; i++ {
+			ids = append(ids, i)
+		}
+	case "uniform":
+		step := rows / n
+		r := rand.New(rand.NewPCG(seed, 99))
+		for i := range n {
+			ids = append(ids, i*step+r.Int64N(step))
+		}
+	default:
+		return nil, fmt.Errorf("pattern %q: want tail or uniform", pattern)
+	}
+	return ids, nil
+}

@@ -40,3 +40,29 @@ func TestAppendWritesRows(t *testing.T) {
 		t.Fatalf("total-records %q, want 1000 (%v)", got, tbl.CurrentSnapshot().Summary)
 	}
 }
+
+func TestUpsertReplacesRows(t *testing.T) {
+	cat, _ := testtables.NewCatalog(t)
+	ctx := context.Background()
+	tbl, err := CreateOrders(ctx, cat, table.Identifier{"w", "orders"}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = Append(ctx, tbl, 0, 1000, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := UpsertIDs(1000, 10, "uniform", 1)
+	if err != nil || len(ids) != 10 {
+		t.Fatalf("ids %v %v", ids, err)
+	}
+	if tbl, err = Upsert(ctx, tbl, ids, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	p := tbl.CurrentSnapshot().Summary.Properties
+	if p["added-records"] != "10" || p["added-equality-deletes"] != "10" {
+		t.Errorf("upsert summary %v", p)
+	}
+	if tail, _ := UpsertIDs(1000, 3, "tail", 1); tail[0] != 997 || tail[2] != 999 {
+		t.Errorf("tail ids %v", tail)
+	}
+}

@@ -1,0 +1,32 @@
+package planner
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestTrackingCacheKeepsTheMostRecentlyUsed(t *testing.T) {
+	c := newTrackingCache(2)
+	files := map[string]*tracking{}
+	for _, p := range []string{"a", "b", "c"} {
+		files[p] = &tracking{}
+	}
+	c.put("a", files["a"])
+	c.put("b", files["b"])
+	if got, ok := c.get("a"); !ok || got != files["a"] { // a is now more recent than b
+		t.Fatal("a is not cached")
+	}
+	c.put("c", files["c"])
+	var held []string
+	for _, p := range []string{"a", "b", "c"} {
+		if got, ok := c.get(p); ok {
+			if got != files[p] {
+				t.Errorf("%s maps to another tracking file", p)
+			}
+			held = append(held, p)
+		}
+	}
+	if fmt.Sprint(held) != "[a c]" {
+		t.Errorf("cache holds %v, want [a c]", held)
+	}
+}
