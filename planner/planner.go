@@ -198,7 +198,7 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 		return nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
 			snap.SnapshotID, source.SnapshotID, behind, target.SnapshotID, ErrCannotReconcile)
 	}
-	run, err := p.newRun(ctx, is, r, q.Limit)
+	run, err := p.newRun(is, r, q.Limit)
 	if err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ type run struct {
 	res             *Result
 }
 
-func (p *Planner) newRun(ctx context.Context, is *format.IndexSchema, r *resolved, limit int64) (*run, error) {
+func (p *Planner) newRun(is *format.IndexSchema, r *resolved, limit int64) (*run, error) {
 	schema, err := format.ArrowSchema(is.StoredSchema())
 	if err != nil {
 		return nil, err

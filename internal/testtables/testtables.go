@@ -48,8 +48,10 @@ func NewCatalog(t testing.TB) (catalog.Catalog, string) {
 	warehouse := "file://" + filepath.ToSlash(dir)
 	ctx := context.Background()
 	cat, err := catalog.Load(ctx, "default", iceberg.Properties{
-		"type":            "sql",
-		"uri":             "file://" + filepath.ToSlash(filepath.Join(dir, "catalog.db")),
+		"type": "sql",
+		// Tests run daemons against this database: wait for locks, as
+		// indexcatalog.OpenSQLite does, instead of failing with SQLITE_BUSY.
+		"uri":             "file://" + filepath.ToSlash(filepath.Join(dir, "catalog.db")) + "?_busy_timeout=30000&_journal_mode=WAL",
 		sqlcat.DriverKey:  sqliteshim.ShimName,
 		sqlcat.DialectKey: string(sqlcat.SQLite),
 		"warehouse":       warehouse,
