@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	register(command{name: "demo", summary: "everything embedded: write a table, index it, verify and inspect the index", run: runDemo})
+	register(command{name: "demo", summary: "everything embedded: write a table, index it, look up, upsert, update and verify", run: runDemo})
 }
 
 // demoDefinitions are the indexes the demo creates on its orders table: a
@@ -68,6 +68,10 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		}
 		return nil
 	}
+	if os.Getenv("STREAMIDX_BUILD_TARGET_FILE_SIZE") == "" {
+		// Small range files, so that an update visibly rewrites only some.
+		os.Setenv("STREAMIDX_BUILD_TARGET_FILE_SIZE", "1MiB")
+	}
 	began := time.Now()
 	if err := step("write a table of orders (embedded SQLite catalog, local warehouse)",
 		"gen-table", "--table", "demo.orders", "--rows", fmt.Sprint(*rowsN), "--commits", "4"); err != nil {
@@ -86,6 +90,29 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 			return exitError, err
 		}
 		if err := step("verify index "+name+" against a full scan", "verify", "--table", "demo.orders", "--index", name); err != nil {
+			return exitError, err
+		}
+	}
+	if err := step("look up one order through the primary-key index", "lookup", "--table", "demo.orders", "--index", "pk",
+		"--where", "order_id = 4242", "--explain"); err != nil {
+		return exitError, err
+	}
+	if err := step("look up a customer's orders through the bucketed secondary index", "lookup", "--table", "demo.orders",
+		"--index", "by_customer", "--where", "customer_id = 7", "--limit", "5"); err != nil {
+		return exitError, err
+	}
+	upserts := min(10_000, *rowsN/10)
+	if err := step("a CDC upsert commit: equality deletes + new versions of existing orders", "gen-table", "--table", "demo.orders",
+		"--rows", fmt.Sprint(*rowsN), "--upsert", fmt.Sprint(upserts), "--pattern", "tail"); err != nil {
+		return exitError, err
+	}
+	if err := step("the updater aligns both indexes with the new snapshot, rewriting only touched range files", "run", "--once",
+		"--table", "demo.orders", "--index", "pk", "--table", "demo.orders", "--index", "by_customer",
+		"--stage-dir", filepath.Join(abs, "staging")); err != nil {
+		return exitError, err
+	}
+	for _, name := range []string{"pk", "by_customer"} {
+		if err := step("verify index "+name+" after the update", "verify", "--table", "demo.orders", "--index", name); err != nil {
 			return exitError, err
 		}
 	}

@@ -223,7 +223,7 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
 		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
 		SourceSnapshotID: snap.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: base,
-	}, flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.log})
+	}, flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.opts.Logger})
 	if err != nil {
 		compactor.RemoveFiles(ctx, u.opts.Range.IOProperties, u.log, res.Entries)
 		return err
@@ -282,7 +282,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
 		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
 		SourceSnapshotID: next.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: cur.SnapshotID,
-	}, flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.log})
+	}, flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.opts.Logger})
 	if err != nil {
 		compactor.RemoveFiles(ctx, u.opts.Range.IOProperties, u.log, newFiles(prev, res.Entries))
 		if errors.Is(err, flush.ErrBaseMoved) {
