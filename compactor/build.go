@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"time"
 
@@ -103,7 +102,7 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 
 	var key, val []byte
 	var row format.Key
-	columns, err := scanColumns(schema, is.SourceFieldIDs())
+	columns, err := tablescan.TopLevelColumns(schema, is.SourceFieldIDs())
 	if err != nil {
 		return nil, err
 	}
@@ -173,27 +172,4 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	prog.Phase, prog.FilesWritten, prog.BytesWritten = "done", len(entries), w.BytesWritten()
 	report(true)
 	return &BuildResult{Entries: entries, Rows: prog.RowsWritten, Bytes: w.BytesWritten(), Spilled: sorter.Spilled(), Scan: scanStats}, nil
-}
-
-// scanColumns maps the fields an index reads to the top-level columns that
-// hold them: a nested identity field is read through its top-level struct.
-func scanColumns(schema *iceberg.Schema, ids []int) ([]int, error) {
-	parents, err := iceberg.IndexParents(schema)
-	if err != nil {
-		return nil, fmt.Errorf("index schema parents: %w", err)
-	}
-	var out []int
-	for _, id := range ids {
-		for {
-			p, ok := parents[id]
-			if !ok {
-				break
-			}
-			id = p
-		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out, nil
 }

@@ -1,8 +1,6 @@
 package compactor
 
 import (
-	"math"
-
 	"github.com/streamidx/streamidx/format"
 )
 
@@ -30,7 +28,7 @@ func (o *outputBounds) observe(m *merger, entry format.Key, oldFile int) {
 	}
 	for k, pos := range m.opaque {
 		v := entry[pos]
-		if v == nil || isNaN(v) {
+		if v == nil || format.IsNaN(v) {
 			continue
 		}
 		t := m.fields[pos].Type
@@ -89,14 +87,4 @@ func holdsNoValues(st *format.FieldStats) bool {
 		nans = *st.NanValueCount
 	}
 	return *st.NullValueCount+nans == *st.ValueCount
-}
-
-func isNaN(v any) bool {
-	switch f := v.(type) {
-	case float32:
-		return math.IsNaN(float64(f))
-	case float64:
-		return math.IsNaN(f)
-	}
-	return false
 }

@@ -104,7 +104,7 @@ func snapshotEntries(t *testing.T, tbl *table.Table, snap *table.Snapshot, is *f
 	t.Helper()
 	schema := SnapshotSchema(tbl, snap)
 	codec := staging.NewEntryCodec(is)
-	columns, err := scanColumns(schema, is.SourceFieldIDs())
+	columns, err := tablescan.TopLevelColumns(schema, is.SourceFieldIDs())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -213,3 +213,14 @@ func FormatValue(t iceberg.Type, v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// IsNaN reports whether v is a float or double NaN. Bounds leave NaN out.
+func IsNaN(v any) bool {
+	switch f := v.(type) {
+	case float32:
+		return math.IsNaN(float64(f))
+	case float64:
+		return math.IsNaN(f)
+	}
+	return false
+}

@@ -168,7 +168,7 @@ func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
 		return nil, err
 	}
 	s.deletes = deletes
-	columns, err := scanColumns(s.schema, d.is.SourceFieldIDs())
+	columns, err := tablescan.TopLevelColumns(s.schema, d.is.SourceFieldIDs())
 	if err != nil {
 		return nil, err
 	}
@@ -185,30 +185,6 @@ func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
 		Allocator:     d.opts.Allocator,
 	}
 	return s, nil
-}
-
-// scanColumns maps the fields an index reads to the top-level columns that
-// hold them, as the full build does: a nested identity field is read through
-// its top-level struct.
-func scanColumns(schema *iceberg.Schema, ids []int) ([]int, error) {
-	parents, err := iceberg.IndexParents(schema)
-	if err != nil {
-		return nil, fmt.Errorf("index schema parents: %w", err)
-	}
-	var out []int
-	for _, id := range ids {
-		for {
-			p, ok := parents[id]
-			if !ok {
-				break
-			}
-			id = p
-		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out, nil
 }
 
 func (d *delta) run() error {

@@ -103,7 +103,7 @@ func testIndexes(t *testing.T) []testIndex {
 func fullEntries(t *testing.T, tbl *table.Table, snap *table.Snapshot, is *format.IndexSchema) map[string]int {
 	t.Helper()
 	codec := staging.NewEntryCodec(is)
-	columns, err := scanColumns(tbl.Schema(), is.SourceFieldIDs())
+	columns, err := tablescan.TopLevelColumns(tbl.Schema(), is.SourceFieldIDs())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package planner
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -247,7 +246,7 @@ func (rc *reconciler) livePositions(ctx context.Context, df dataFile, deletes *t
 // scanAdded reads the data files added after S, computes the index entries
 // of their live rows and keeps those that match.
 func (rc *reconciler) scanAdded(ctx context.Context, ru *run) error {
-	cols, err := topLevelColumns(rc.schema, rc.is.SourceFieldIDs())
+	cols, err := tablescan.TopLevelColumns(rc.schema, rc.is.SourceFieldIDs())
 	if err != nil {
 		return err
 	}
@@ -292,27 +291,4 @@ func (ru *run) storedOf(entries arrow.RecordBatch) arrow.RecordBatch {
 		cols[i] = entries.Column(byID[f.ID])
 	}
 	return array.NewRecordBatch(ru.schema, cols, entries.NumRows())
-}
-
-// topLevelColumns maps the fields an index reads to the top-level columns
-// that hold them, since scans project whole top-level columns.
-func topLevelColumns(schema *iceberg.Schema, ids []int) ([]int, error) {
-	parents, err := iceberg.IndexParents(schema)
-	if err != nil {
-		return nil, fmt.Errorf("index schema parents: %w", err)
-	}
-	var out []int
-	for _, id := range ids {
-		for {
-			p, ok := parents[id]
-			if !ok {
-				break
-			}
-			id = p
-		}
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -258,7 +257,7 @@ func (b *boundsCheck) observe(all format.Key) {
 			continue
 		}
 		val := all[c]
-		if st == nil || val == nil || b.bad[f.ID] || isNaN(val) {
+		if st == nil || val == nil || b.bad[f.ID] || format.IsNaN(val) {
 			continue
 		}
 		if st.LowerBound != nil && format.Compare(f.Type, val, st.LowerBound) < 0 ||
@@ -268,14 +267,4 @@ func (b *boundsCheck) observe(all format.Key) {
 				b.te.FilePath, f.ID, format.FormatValue(f.Type, val), format.FormatValue(f.Type, st.LowerBound), format.FormatValue(f.Type, st.UpperBound))
 		}
 	}
-}
-
-func isNaN(v any) bool {
-	switch f := v.(type) {
-	case float32:
-		return math.IsNaN(float64(f))
-	case float64:
-		return math.IsNaN(f)
-	}
-	return false
 }
