@@ -10,7 +10,7 @@ FUZZTIME  ?= 60s
 PKGS      ?= ./...
 FUZZ_TARGETS = FuzzParseMetadata FuzzDecodeKey FuzzReadTrackingFile
 
-.PHONY: all build test lint fuzz crosscheck clean demo
+.PHONY: all build test lint fuzz crosscheck clean demo bench
 
 all: lint test
 
@@ -29,6 +29,12 @@ fuzz:
 		echo "== $$t ($(FUZZTIME))"; \
 		$(GO) test ./format -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
+
+# Go benchmarks of every package. STREAMIDX_BENCH_ROWS sets the table size
+# of the lookup and merge benchmarks (default small).
+BENCHTIME ?= 3x
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./...
 
 clean:
 	rm -rf bin
