@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Expr is an Iceberg value expression: a reference to a source field by ID,
@@ -267,4 +268,23 @@ func exprToJSON(e Expr) (any, error) {
 		return nil, errors.New("write expression: nil expression")
 	}
 	return nil, fmt.Errorf("write expression: unknown expression %T", e)
+}
+
+// Describe renders an expression for people, naming references with name
+// (which returns "" for an unknown ID, rendered as ref(id)): bucket(16,
+// customer_id) rather than bucket(16, ref(2)).
+func Describe(e Expr, name func(id int) string) string {
+	switch e := e.(type) {
+	case Ref:
+		if n := name(e.ID); n != "" {
+			return n
+		}
+	case Apply:
+		parts := make([]string, len(e.Args))
+		for i, a := range e.Args {
+			parts[i] = Describe(a, name)
+		}
+		return e.Function.Name + "(" + strings.Join(parts, ", ") + ")"
+	}
+	return e.String()
 }

@@ -234,3 +234,19 @@ func FuzzParseMetadata(f *testing.F) {
 		}
 	})
 }
+
+func TestDescribeNamesReferences(t *testing.T) {
+	e := NewApply("bucket", IntLit(16), NewApply("truncate", IntLit(3), Ref{ID: 2}))
+	got := Describe(e, func(id int) string {
+		if id == 2 {
+			return "name"
+		}
+		return ""
+	})
+	if got != "bucket(16, truncate(3, name))" {
+		t.Errorf("Describe: %s", got)
+	}
+	if got := Describe(Ref{ID: 9}, func(int) string { return "" }); got != "ref(9)" {
+		t.Errorf("unknown reference: %s", got)
+	}
+}

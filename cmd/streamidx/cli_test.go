@@ -214,7 +214,7 @@ func TestInspectJSON(t *testing.T) {
 		t.Errorf("fields: %+v", out.Fields)
 	}
 	text := c.ok("inspect", "--table", "test.orders", "--index", "by_customer")
-	for _, want := range []string{"by_customer", "bucket(8, ref(2))", "range files of snapshot", "GROUP MAX"} {
+	for _, want := range []string{"by_customer", "bucket(8, customer_id)", "range files of snapshot", "GROUP MAX"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("inspect output lacks %q:\n%s", want, text)
 		}

@@ -134,10 +134,18 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 	if err != nil {
 		return exitError, err
 	}
+	schema := compactor.SnapshotSchema(tbl, sourceSnap)
+	columnName := func(id int) string {
+		if n, _, ok := format.MetadataColumn(id); ok {
+			return n
+		}
+		n, _ := schema.FindColumnName(id)
+		return n
+	}
 	for _, f := range is.Fields() {
 		f2 := inspectField{ID: f.ID, Name: f.Name, Kind: f.Kind.String(), Type: f.Type.String()}
 		if f.Expr != nil {
-			f2.Expr = f.Expr.String()
+			f2.Expr = format.Describe(f.Expr, columnName)
 		}
 		f2.ClusterPosition = slices.Index(md.ClusterSpec, f.ID) + 1
 		out.Fields = append(out.Fields, f2)

@@ -124,10 +124,17 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 	notify()
 	waitAligned(t, c, "pk", current)
 	waitAligned(t, c, "by_customer", current)
+	older := tbl.CurrentSnapshot()
 	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(3)}, []any{int64(60)})
 	notify()
 	waitAligned(t, c, "pk", current)
 	waitAligned(t, c, "by_customer", current)
+	// Duplicates and late arrivals change nothing.
+	notify()
+	late := fmt.Sprintf(`{"table":"test.orders","snapshot-id":%d}`, older.SnapshotID)
+	if err := producer.ProduceSync(context.Background(), &kgo.Record{Topic: "streamidx-commits", Value: []byte(late)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
 
 	// A record that is not a notification goes to the dead-letter topic.
 	if err := producer.ProduceSync(context.Background(), &kgo.Record{Topic: "streamidx-commits", Value: []byte(`{"table":"nope"}`)}).FirstErr(); err != nil {
