@@ -28,6 +28,11 @@ type Notification struct {
 	SequenceNumber int64           `json:"sequence-number"`
 	TimestampMs    int64           `json:"timestamp-ms"`
 	Offsets        json.RawMessage `json:"offsets,omitempty"`
+
+	// Where the notification itself was read: topic, partition, offset.
+	Topic     string `json:"-"`
+	Partition int32  `json:"-"`
+	Offset    int64  `json:"-"`
 }
 
 // DecodeNotification reads a native commit notification; unknown keys are
@@ -182,6 +187,7 @@ func (n *Notifier) process(ctx context.Context, r *kgo.Record) error {
 		}
 		return nil
 	}
+	note.Topic, note.Partition, note.Offset = r.Topic, r.Partition, r.Offset
 	if err := n.handle(ctx, note); err != nil {
 		return fmt.Errorf("handle notification for %s snapshot %d: %w", note.Table, note.SnapshotID, err)
 	}

@@ -122,7 +122,37 @@ type worker struct {
 
 type waiter struct {
 	snapshotID int64
+	sequence   int64
+	props      map[string]string
 	done       chan error
+}
+
+// Index snapshot properties that record the feeds a snapshot covers.
+const (
+	// propSourceOffsets holds the notification's "offsets" object: the
+	// change-topic offsets the source commit covers.
+	propSourceOffsets = "streamidx.source-offsets"
+	// propNotification is topic/partition/offset of the newest commit
+	// notification the index snapshot covers.
+	propNotification = "streamidx.commit-notification"
+)
+
+// pendingProps are the properties for the next index snapshot: those of the
+// newest notification waiting, since the snapshot covers the table's current
+// state and so every notification that arrived before it.
+func (w *worker) pendingProps() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var best *waiter
+	for i := range w.waiters {
+		if best == nil || w.waiters[i].sequence > best.sequence {
+			best = &w.waiters[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.props
 }
 
 func newDaemon(e *env, cfg config.RunConfig) (*daemon, error) {
@@ -226,7 +256,7 @@ func (d *daemon) work(ctx context.Context, w *worker) error {
 	tick := time.NewTicker(time.Duration(d.cfg.PollInterval))
 	defer tick.Stop()
 	for {
-		_, err := w.upd.Step(ctx, nil)
+		_, err := w.upd.Step(ctx, w.pendingProps())
 		switch {
 		case ctx.Err() != nil:
 			w.release(ctx.Err())
@@ -327,7 +357,11 @@ func (d *daemon) handleNotification(ctx context.Context, n ingest.Notification) 
 	for _, w := range ws {
 		done := make(chan error, 1)
 		w.mu.Lock()
-		w.waiters = append(w.waiters, waiter{snapshotID: n.SnapshotID, done: done})
+		props := map[string]string{propNotification: fmt.Sprintf("%s/%d/%d", n.Topic, n.Partition, n.Offset)}
+		if len(n.Offsets) > 0 {
+			props[propSourceOffsets] = string(n.Offsets)
+		}
+		w.waiters = append(w.waiters, waiter{snapshotID: n.SnapshotID, sequence: n.SequenceNumber, props: props, done: done})
 		w.mu.Unlock()
 		select {
 		case w.wake <- struct{}{}:

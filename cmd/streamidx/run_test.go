@@ -129,6 +129,14 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 	notify()
 	waitAligned(t, c, "pk", current)
 	waitAligned(t, c, "by_customer", current)
+	// The index snapshot records the feed positions it covers.
+	var cur inspectOutput
+	_ = json.Unmarshal([]byte(c.ok("inspect", "--table", "test.orders", "--index", "pk", "--json")), &cur)
+	props := cur.Snapshots[len(cur.Snapshots)-1].Properties
+	if want := fmt.Sprintf(`{"orders-cdc":{"0":%d}}`, tbl.CurrentSnapshot().SequenceNumber*10); props[propSourceOffsets] != want ||
+		!strings.HasPrefix(props[propNotification], "streamidx-commits/0/") {
+		t.Errorf("index snapshot properties %v, want source offsets %s", props, want)
+	}
 	// Duplicates and late arrivals change nothing.
 	notify()
 	late := fmt.Sprintf(`{"table":"test.orders","snapshot-id":%d}`, older.SnapshotID)
