@@ -8,7 +8,7 @@
 GO        ?= go
 FUZZTIME  ?= 60s
 PKGS      ?= ./...
-FUZZ_TARGETS = FuzzParseMetadata FuzzDecodeKey FuzzReadTrackingFile
+FUZZ_TARGETS = FuzzParseMetadata FuzzDecodeKey FuzzReadTrackingFile FuzzOpenRangeFile
 
 .PHONY: all build test lint fuzz crosscheck clean demo bench
 
