@@ -1,17 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/internal/testtables"
 )
@@ -69,12 +73,13 @@ func TestCrashAnywhere(t *testing.T) {
 }
 
 // startDaemonProcess starts `streamidx run` (this test binary acting as the
-// command) for pk and by_customer, polling every 20ms.
-func startDaemonProcess(t *testing.T, c *cli, stageDir string) *exec.Cmd {
+// command) for pk and by_customer, polling every 20ms, plus extra flags.
+func startDaemonProcess(t *testing.T, c *cli, stageDir string, extra ...string) *exec.Cmd {
 	t.Helper()
 	args := append([]string{"run"}, c.base...)
 	args = append(args, "--table", "test.orders", "--index", "pk", "--table", "test.orders", "--index", "by_customer",
 		"--poll-interval", "20ms", "--http", "none", "--stage-dir", stageDir)
+	args = append(args, extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "STREAMIDX_TEST_AS_COMMAND=1")
 	if err := cmd.Start(); err != nil {
@@ -133,16 +138,27 @@ func checkHistory(t *testing.T, c *cli, tbl *table.Table) {
 	}
 }
 
-// TestTwoDaemonsOneIndex runs two daemons on the same indexes while commits
-// stream in: the compare-and-swap decides, nothing is lost or doubled.
+// TestTwoDaemonsOneIndex runs two daemons on the same indexes and the same
+// commit topic while commits stream in: the compare-and-swap decides,
+// nothing is lost or doubled.
 func TestTwoDaemonsOneIndex(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(2, "streamidx-commits"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2, RowGroupRows: 16})
 	tbl, _ = testtables.Append(t, tbl, rows(0, 60, 0)...)
 	c := newCLI(t, warehouse, "run:\n  retain-snapshots: 1000\n")
 	createIndexes(t, c, "test.orders")
 	for _, dir := range []string{t.TempDir(), t.TempDir()} {
-		cmd := startDaemonProcess(t, c, dir)
+		cmd := startDaemonProcess(t, c, dir, "--kafka-brokers", strings.Join(cluster.ListenAddrs(), ","))
 		t.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGKILL); _ = cmd.Wait() })
 	}
 	r := rand.New(rand.NewPCG(5, 6))
@@ -151,6 +167,11 @@ func TestTwoDaemonsOneIndex(t *testing.T) {
 			tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(r.IntN(60 + i*4))})
 		} else {
 			tbl, _ = testtables.Append(t, tbl, rows(60+i*4, 64+i*4, i)...)
+		}
+		s := tbl.CurrentSnapshot()
+		v := fmt.Sprintf(`{"table":"test.orders","snapshot-id":%d,"sequence-number":%d}`, s.SnapshotID, s.SequenceNumber)
+		if err := producer.ProduceSync(context.Background(), &kgo.Record{Topic: "streamidx-commits", Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatal(err)
 		}
 		time.Sleep(time.Duration(r.IntN(150)) * time.Millisecond)
 	}
