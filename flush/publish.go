@@ -69,6 +69,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock. Default: time.Now.
 	Now func() time.Time
+	// OnRetry is called each time a compare-and-swap lost to another
+	// writer and the commit is tried again on top of it. Default: none.
+	OnRetry func()
 }
 
 func (o *Options) ensureDefaults() {
@@ -114,7 +117,11 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 	}
 	maps.Copy(props, p.Properties)
 	var snap format.Snapshot
+	attempts := 0
 	committed, loc, err := indexcatalog.CommitWithRetry(ctx, cat, p.Table, p.Index, func(base *format.Metadata) (*format.Metadata, error) {
+		if attempts++; attempts > 1 && opts.OnRetry != nil {
+			opts.OnRetry()
+		}
 		if base.IndexUUID != p.IndexUUID {
 			return nil, ErrIndexReplaced
 		}

@@ -13,6 +13,7 @@ type Metrics struct {
 	FilesReused       *prometheus.CounterVec
 	BytesWritten      *prometheus.CounterVec
 	CommitConflicts   *prometheus.CounterVec
+	CommitRetries     *prometheus.CounterVec
 	FullBuilds        *prometheus.CounterVec
 	EqualitySlowPath  *prometheus.CounterVec
 	Errors            *prometheus.CounterVec
@@ -41,6 +42,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Bytes of range files written."}, l),
 		CommitConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamidx_flush_commit_conflicts_total",
 			Help: "Updates voided because another writer moved the index first."}, l),
+		CommitRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamidx_flush_commit_retries_total",
+			Help: "Compare-and-swap attempts repeated after another writer's commit."}, l),
 		FullBuilds: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamidx_compactor_full_builds_total",
 			Help: "Full builds (first build, or fallback when an incremental update cannot apply)."}, l),
 		EqualitySlowPath: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "streamidx_ingest_equality_delete_slow_path_files_total",
@@ -56,7 +59,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.LagSeconds, m.SnapshotsBehind, m.Commits, m.StagedMutations, m.FilesRewritten,
-			m.FilesReused, m.BytesWritten, m.CommitConflicts, m.FullBuilds, m.EqualitySlowPath, m.Errors,
+			m.FilesReused, m.BytesWritten, m.CommitConflicts, m.CommitRetries, m.FullBuilds, m.EqualitySlowPath, m.Errors,
 			m.UpdateSeconds, m.SnapshotsExpired, m.OrphanFilesDelete)
 	}
 	return m

@@ -223,7 +223,7 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
 		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
 		SourceSnapshotID: snap.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: base,
-	}, flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.opts.Logger})
+	}, u.flushOptions())
 	if err != nil {
 		compactor.RemoveFiles(ctx, u.opts.Range.IOProperties, u.log, res.Entries)
 		return err
@@ -231,6 +231,11 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 	u.opts.Metrics.FullBuilds.WithLabelValues(u.labels()...).Inc()
 	u.committed(ctx, snap, res.Bytes, len(res.Entries), 0, began)
 	return nil
+}
+
+func (u *Updater) flushOptions() flush.Options {
+	retries := u.opts.Metrics.CommitRetries.WithLabelValues(u.labels()...)
+	return flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.opts.Logger, OnRetry: retries.Inc}
 }
 
 // stageName keys staged deltas by the index snapshot they apply to, so a
@@ -282,7 +287,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
 		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
 		SourceSnapshotID: next.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: cur.SnapshotID,
-	}, flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.opts.Logger})
+	}, u.flushOptions())
 	if err != nil {
 		compactor.RemoveFiles(ctx, u.opts.Range.IOProperties, u.log, newFiles(prev, res.Entries))
 		if errors.Is(err, flush.ErrBaseMoved) {
