@@ -20,6 +20,9 @@ type RangeWriterOptions struct {
 	TargetFileSize int64
 	// RowGroupRows caps the rows of a Parquet row group. Default: 131072.
 	RowGroupRows int
+	// PageSizeBytes is the Parquet data page size: smaller pages let
+	// lookups skip more through the page index. Default: 64 KiB.
+	PageSizeBytes int
 	// BatchRows is the number of entries handed to the Parquet writer at
 	// once. Default: 8192.
 	BatchRows int
@@ -146,7 +149,7 @@ func (w *RangeWriter) openFile() error {
 	if err != nil {
 		return err
 	}
-	f, err := format.NewRangeFileWriter(out, w.schema, format.RangeFileOptions{RowGroupRows: w.opts.RowGroupRows, Allocator: w.opts.Allocator})
+	f, err := format.NewRangeFileWriter(out, w.schema, format.RangeFileOptions{RowGroupRows: w.opts.RowGroupRows, PageSizeBytes: w.opts.PageSizeBytes, Allocator: w.opts.Allocator})
 	if err != nil {
 		out.Abort()
 		return fmt.Errorf("start range file %s: %w", out.Location(), err)

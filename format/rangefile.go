@@ -38,7 +38,8 @@ type RangeFileOptions struct {
 	// by statistics and that the writer holds in memory. Default 128*1024.
 	RowGroupRows int
 	// PageSizeBytes is the target size of a data page, the unit that readers
-	// skip through the page index. Default 1 MiB.
+	// skip through the page index: small pages make point lookups decode
+	// little. Default 64 KiB.
 	PageSizeBytes int
 	// Compression is the codec of data and dictionary pages. The zero value,
 	// compress.Codecs.Uncompressed, selects the default, so range files are
@@ -56,7 +57,7 @@ func (o RangeFileOptions) withDefaults() (RangeFileOptions, error) {
 		o.RowGroupRows = 128 * 1024
 	}
 	if o.PageSizeBytes == 0 {
-		o.PageSizeBytes = 1 << 20
+		o.PageSizeBytes = 64 << 10
 	}
 	if o.Compression == compress.Codecs.Uncompressed {
 		o.Compression = compress.Codecs.Zstd

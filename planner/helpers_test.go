@@ -104,6 +104,10 @@ func newIndex(t testing.TB, tbl *table.Table, name string) *format.Metadata {
 // groups, so that pruning has something to prune.
 var buildSmall = compactor.RangeWriterOptions{TargetFileSize: 2 << 10, RowGroupRows: 8}
 
+// buildPaged is one range file of one row group in tiny pages, so that
+// only the page index can prune.
+var buildPaged = compactor.RangeWriterOptions{TargetFileSize: 1 << 30, RowGroupRows: 1 << 20, PageSizeBytes: 64, BatchRows: 7}
+
 // buildIndex builds an index snapshot of md for table snapshot snap and
 // adds it to md, as `streamidx build` does without the catalog.
 func buildIndex(t testing.TB, tbl *table.Table, md *format.Metadata, snap *table.Snapshot, layout compactor.RangeWriterOptions) *format.Snapshot {

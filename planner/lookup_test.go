@@ -12,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
@@ -138,27 +139,50 @@ func TestLookupEqualsFilteredScan(t *testing.T) {
 					}
 				}
 			}) {
-				md := newIndex(t, tbl, name)
-				buildIndex(t, tbl, md, snap, buildSmall)
-				for _, tc := range casesByIndex[name] {
-					t.Run(name+"/"+tc.where, func(t *testing.T) {
-						res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where})
-						if err != nil {
-							t.Fatalf("lookup: %v", err)
-						}
-						defer res.Release()
-						got, want := resultRows(res), expectedRows(res.Fields, rows, tc.want)
-						if !slices.Equal(got, want) {
-							t.Errorf("%d rows, want %d:%s", len(got), len(want), diffRows(got, want))
-						}
-						if res.Stats.Rows != int64(len(got)) || res.Plan.CommitsBehind != 0 {
-							t.Errorf("stats %+v, plan behind %d", res.Stats, res.Plan.CommitsBehind)
-						}
-						checkLocations(t, res)
-					})
+				for _, layout := range []struct {
+					name string
+					opts compactor.RangeWriterOptions
+				}{{"small", buildSmall}, {"paged", buildPaged}} {
+					md := newIndex(t, tbl, name)
+					buildIndex(t, tbl, md, snap, layout.opts)
+					for _, tc := range casesByIndex[name] {
+						t.Run(name+"/"+layout.name+"/"+tc.where, func(t *testing.T) {
+							res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where})
+							if err != nil {
+								t.Fatalf("lookup: %v", err)
+							}
+							defer res.Release()
+							got, want := resultRows(res), expectedRows(res.Fields, rows, tc.want)
+							if !slices.Equal(got, want) {
+								t.Errorf("%d rows, want %d:%s", len(got), len(want), diffRows(got, want))
+							}
+							if res.Stats.Rows != int64(len(got)) || res.Plan.CommitsBehind != 0 {
+								t.Errorf("stats %+v, plan behind %d", res.Stats, res.Plan.CommitsBehind)
+							}
+							checkLocations(t, res)
+						})
+					}
 				}
 			}
 		})
+	}
+}
+
+// TestPointLookupSkipsPages: in one big row group, a point lookup decodes
+// only the pages the page index says can hold the key.
+func TestPointLookupSkipsPages(t *testing.T) {
+	ctx := context.Background()
+	tbl := history(t, 2)
+	md := newIndex(t, tbl, "pk")
+	buildIndex(t, tbl, md, tbl.CurrentSnapshot(), buildPaged)
+	res, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "id = 42"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Release()
+	st := res.Stats
+	if st.Rows != 1 || st.RowGroupsRead != 1 || st.PagesTotal < 4 || st.PagesRead > 2 {
+		t.Errorf("point lookup: %d rows, %d of %d pages read, %d entries scanned", st.Rows, st.PagesRead, st.PagesTotal, st.EntriesScanned)
 	}
 }
 

@@ -193,24 +193,44 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 	}
 	ctx = compute.WithAllocator(ctx, ru.mem)
 	for _, g := range groups {
+		candidates, all, err := ru.candidateRows(rf, g)
+		if err != nil {
+			return err
+		}
+		if !all && len(candidates) == 0 {
+			continue
+		}
 		var rows []int64
 		var off int64
-		err := rf.Read(ctx, keys, []int{g}, func(b arrow.RecordBatch) error {
+		collect := func(b arrow.RecordBatch) error {
 			keep, err := ru.match(b, colOf)
 			if err != nil {
 				return err
 			}
 			for i, k := range keep {
-				if k {
+				if !k {
+					continue
+				}
+				if all {
 					rows = append(rows, off+int64(i))
+				} else {
+					rows = append(rows, candidates[off+int64(i)])
 				}
 			}
 			off += b.NumRows()
 			st.EntriesScanned += b.NumRows()
 			return nil
-		})
+		}
+		if all {
+			err = rf.Read(ctx, keys, []int{g}, collect)
+		} else {
+			err = rf.ReadRows(ctx, keys, g, candidates, collect)
+		}
 		if err != nil {
 			return err
+		}
+		if len(rows) == 0 {
+			continue
 		}
 		err = rf.ReadRows(ctx, nil, g, rows, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
 		if err != nil {
@@ -218,6 +238,49 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 		}
 	}
 	return nil
+}
+
+// candidateRows prunes the pages of row group g by the page index of the
+// first cluster field the predicate restricts, and returns the rows of the
+// pages that may match; all is true when no page could be pruned (or the
+// file has no page index), and the whole row group is read.
+func (ru *run) candidateRows(rf *format.RangeFileReader, g int) (rows []int64, all bool, err error) {
+	field := -1
+	for _, f := range ru.is.ClusterFields() {
+		if _, ok := ru.r.sets[f.ID]; ok && f.Stored() {
+			field = f.ID
+			break
+		}
+	}
+	if field < 0 {
+		return nil, true, nil
+	}
+	pages, err := rf.PageStats(g, field)
+	if err != nil || len(pages) == 0 {
+		return nil, true, err
+	}
+	st := &ru.res.Stats
+	st.PagesTotal += len(pages)
+	kept := 0
+	for _, p := range pages {
+		stats := p.Stats
+		if p.OnlyNulls {
+			n := p.Rows
+			stats = &format.FieldStats{ValueCount: &n, NullValueCount: &n, NanValueCount: new(int64)}
+		}
+		if _, pruned := ru.prunedByStats(map[int]*format.FieldStats{field: stats}); pruned {
+			continue
+		}
+		kept++
+		for r := p.FirstRow; r < p.FirstRow+p.Rows; r++ {
+			rows = append(rows, r)
+		}
+	}
+	st.PagesRead += kept
+	if kept == len(pages) {
+		return nil, true, nil
+	}
+	return rows, false, nil
 }
 
 // filterColumns lists the stored fields the filters read.
