@@ -136,16 +136,16 @@ func (r *Result) Release() {
 
 // Stats count what a lookup read.
 type Stats struct {
-	RangeFilesTotal int   `json:"range_files_total"` // in the index snapshot
-	RangeFilesRead  int   `json:"range_files_read"`  // opened after pruning
-	RowGroupsTotal  int   `json:"row_groups_total"`  // in the range files read
-	RowGroupsRead   int   `json:"row_groups_read"`   // left after pruning by statistics
+	RangeFilesTotal int `json:"range_files_total"` // in the index snapshot
+	RangeFilesRead  int `json:"range_files_read"`  // opened after pruning
+	RowGroupsTotal  int `json:"row_groups_total"`  // in the range files read
+	RowGroupsRead   int `json:"row_groups_read"`   // left after pruning by statistics
 	// PagesTotal and PagesRead count the data pages of the leading filtered
 	// cluster field in the row groups read, and those left after pruning by
 	// the page index.
-	PagesTotal int `json:"pages_total"`
-	PagesRead  int `json:"pages_read"`
-	BytesRead       int64 `json:"bytes_read"`        // from range files
+	PagesTotal int   `json:"pages_total"`
+	PagesRead  int   `json:"pages_read"`
+	BytesRead  int64 `json:"bytes_read"` // from range files
 	// TrackingBytesRead is the size of the tracking file, or 0 when it came
 	// from the cache.
 	TrackingBytesRead int64 `json:"tracking_bytes_read"`
