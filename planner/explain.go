@@ -165,8 +165,8 @@ func (r *Result) WriteExplain(w io.Writer) error {
 			fmt.Fprintf(&b, "  ... %d more\n", len(p.RangeFiles)-maxExplainFiles)
 		}
 	}
-	fmt.Fprintf(&b, "counters: range files %d/%d, row groups %d/%d, bytes read %d (tracking file %d), entries scanned %d, matched %d",
-		st.RangeFilesRead, st.RangeFilesTotal, st.RowGroupsRead, st.RowGroupsTotal, st.BytesRead, st.TrackingBytesRead,
+	fmt.Fprintf(&b, "counters: range files %d/%d, row groups %d/%d, pages %d/%d, bytes read %d (tracking file %d), entries scanned %d, matched %d",
+		st.RangeFilesRead, st.RangeFilesTotal, st.RowGroupsRead, st.RowGroupsTotal, st.PagesRead, st.PagesTotal, st.BytesRead, st.TrackingBytesRead,
 		st.EntriesScanned, st.EntriesMatched)
 	if p.CommitsBehind > 0 {
 		fmt.Fprintf(&b, ", dropped %d; data files scanned %d (%d rows), rows added %d",
