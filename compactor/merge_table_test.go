@@ -4,14 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -27,49 +24,17 @@ import (
 	"github.com/streamidx/streamidx/staging"
 )
 
-var mergeOrdersSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},
-	iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
-	iceberg.NestedField{ID: 5, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
-	iceberg.NestedField{ID: 6, Name: "amount", Type: iceberg.DecimalTypeOf(10, 2)},
-)
-
-func mergeOrderRow(i, variant int) []any {
-	var customer, name, score any = int64(i % 7), []string{"ada", "grace", "alan"}[(i+variant)%3], float64(i)/3 - 5
-	if i%11 == 0 {
-		customer = nil
-	}
-	if i%13 == 0 {
-		name = nil
-	}
-	if i%10 == 0 {
-		score = math.NaN()
-	}
-	ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*7+variant) * time.Hour).UnixMicro()
-	return []any{int64(i), customer, name, score, ts, decimal128.FromI64(int64(i*123 + variant))}
-}
-
-func mergeOrderRows(from, to, variant int) [][]any {
-	var out [][]any
-	for i := from; i < to; i++ {
-		out = append(out, mergeOrderRow(i, variant))
-	}
-	return out
-}
-
 // mergeHistory commits appends, deletes (position deletes or deletion
 // vectors, equality deletes), an upsert and a rewrite, and returns the
 // snapshot ids in order.
 func mergeHistory(t *testing.T, tbl *table.Table, formatVersion int) (*table.Table, []int64) {
 	var snaps []int64
 	note := func(tb *table.Table) *table.Table { snaps = append(snaps, tb.CurrentSnapshot().SnapshotID); return tb }
-	tbl, f1 := testtables.Append(t, tbl, mergeOrderRows(0, 120, 0)...)
+	tbl, f1 := testtables.Append(t, tbl, testtables.OrderRows(0, 120, 0)...)
 	note(tbl)
-	tbl, f2 := testtables.Append(t, tbl, mergeOrderRows(120, 200, 0)...) // at the key tail
+	tbl, f2 := testtables.Append(t, tbl, testtables.OrderRows(120, 200, 0)...) // at the key tail
 	note(tbl)
-	tbl, _ = testtables.Append(t, tbl, mergeOrderRows(40, 45, 5)...) // duplicates of live keys in the middle
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(40, 45, 5)...) // duplicates of live keys in the middle
 	note(tbl)
 	if formatVersion >= 3 {
 		tbl, _ = testtables.AddDV(t, tbl, f1[0], 3, 5, 8)
@@ -84,10 +49,10 @@ func mergeHistory(t *testing.T, tbl *table.Table, formatVersion int) (*table.Tab
 	}
 	tbl = note(testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(10)}, []any{int64(11)}, []any{int64(150)}))
 	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(12)}, []any{int64(151)})
-	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, mergeOrderRow(12, 1), mergeOrderRow(151, 1))
+	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, testtables.OrderRow(12, 1), testtables.OrderRow(151, 1))
 	note(tbl)
 	tbl = note(testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(3)}))
-	tbl, _ = testtables.Rewrite(t, tbl, f2, mergeOrderRows(120, 190, 3)...)
+	tbl, _ = testtables.Rewrite(t, tbl, f2, testtables.OrderRows(120, 190, 3)...)
 	note(tbl)
 	return tbl, snaps
 }
@@ -207,7 +172,7 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 	for _, fv := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
 			cat, _ := testtables.NewCatalog(t)
-			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: mergeOrdersSchema, FormatVersion: fv, RowGroupRows: 16})
+			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: fv, RowGroupRows: 16})
 			tbl, snaps := mergeHistory(t, tbl, fv)
 			indexes, err := indexcatalog.NewFS("file://" + filepath.ToSlash(t.TempDir()))
 			if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/compactor"
@@ -20,61 +19,6 @@ import (
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/tablescan"
 )
-
-var ordersSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},
-	iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
-	iceberg.NestedField{ID: 5, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
-	iceberg.NestedField{ID: 6, Name: "amount", Type: iceberg.DecimalTypeOf(10, 2)},
-)
-
-var names = []string{"ada", "grace", "alan", "al", "barbara", "edsger", "łukasz"}
-
-var negNaN = math.Copysign(math.NaN(), -1)
-
-var day0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
-
-// orderRow makes row i: nulls, NaN of both signs, both zeros, infinities
-// and empty strings sprinkled in, and timestamps 7 hours apart so that
-// every 24th falls on midnight.
-func orderRow(i, variant int) []any {
-	var customer, name, score any = int64(i % 7), names[(i+variant)%len(names)], float64(i)/3 - 5
-	if i%11 == 0 {
-		customer = nil
-	}
-	switch {
-	case i%13 == 0:
-		name = nil
-	case i%17 == 0:
-		name = ""
-	}
-	switch i % 10 {
-	case 0:
-		score = math.NaN()
-	case 1:
-		score = math.Copysign(0, -1)
-	case 2:
-		score = 0.0
-	case 3:
-		score = nil
-	case 4:
-		score = negNaN
-	case 5:
-		score = math.Inf(1 - 2*(i/10%2))
-	}
-	ts := day0.Add(time.Duration(i*7+variant) * time.Hour).UnixMicro()
-	return []any{int64(i), customer, name, score, ts, decimal128.FromI64(int64(i*123 + variant))}
-}
-
-func orderRows(from, to, variant int) [][]any {
-	var out [][]any
-	for i := from; i < to; i++ {
-		out = append(out, orderRow(i, variant))
-	}
-	return out
-}
 
 // definitions cover the clusterings a lookup projects through: identity
 // (pk, by_score on a double with NaN), bucket, truncate and day.

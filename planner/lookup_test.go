@@ -111,16 +111,16 @@ var casesByIndex = map[string][]lookupCase{
 // and a rewrite; every lookup below must equal a filtered scan of it.
 func history(t *testing.T, fv int) *table.Table {
 	cat, _ := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: fv, RowGroupRows: 16})
-	tbl, f1 := testtables.Append(t, tbl, orderRows(0, 150, 0)...)
-	tbl, f2 := testtables.Append(t, tbl, orderRows(150, 300, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: fv, RowGroupRows: 16})
+	tbl, f1 := testtables.Append(t, tbl, testtables.OrderRows(0, 150, 0)...)
+	tbl, f2 := testtables.Append(t, tbl, testtables.OrderRows(150, 300, 0)...)
 	if fv >= 3 {
 		tbl, _ = testtables.AddDV(t, tbl, f1[0], 3, 5, 8, 40)
 	} else {
 		tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: f1[0], Pos: []int64{3, 5, 8, 40}})
 	}
 	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(10)}, []any{int64(170)})
-	tbl, _ = testtables.Rewrite(t, tbl, f2, orderRows(150, 290, 3)...)
+	tbl, _ = testtables.Rewrite(t, tbl, f2, testtables.OrderRows(150, 290, 3)...)
 	return tbl
 }
 
@@ -303,10 +303,10 @@ func TestLimit(t *testing.T) {
 func TestLookupErrors(t *testing.T) {
 	ctx := context.Background()
 	cat, _ := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, orderRows(0, 20, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
 	first := tbl.CurrentSnapshot()
-	tbl, _ = testtables.Append(t, tbl, orderRows(20, 30, 0)...)
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(20, 30, 0)...)
 	p := New(Options{})
 
 	byName := newIndex(t, tbl, "by_name")

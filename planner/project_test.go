@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"github.com/streamidx/streamidx/internal/testtables"
 	"math"
 	"slices"
 	"testing"
@@ -19,11 +20,11 @@ func resolveFor(t *testing.T, def, where string) *resolved {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := d.Resolve(ordersSchema, "t", "/idx")
+	md, err := d.Resolve(testtables.OrdersSchema, "t", "/idx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, err := format.NewIndexSchema(md, ordersSchema)
+	is, err := format.NewIndexSchema(md, testtables.OrdersSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func resolveFor(t *testing.T, def, where string) *resolved {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := resolve(pred, is, ordersSchema)
+	r, err := resolve(pred, is, testtables.OrdersSchema)
 	if err != nil {
 		t.Fatal(err)
 	}

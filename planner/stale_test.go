@@ -19,12 +19,12 @@ import (
 // returns the table and its snapshot ids in commit order.
 func staleHistory(t *testing.T, fv int) (*table.Table, []int64) {
 	cat, _ := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: fv, RowGroupRows: 16})
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: fv, RowGroupRows: 16})
 	var snaps []int64
 	note := func() { snaps = append(snaps, tbl.CurrentSnapshot().SnapshotID) }
-	tbl, f1 := testtables.Append(t, tbl, orderRows(0, 150, 0)...)
+	tbl, f1 := testtables.Append(t, tbl, testtables.OrderRows(0, 150, 0)...)
 	note()
-	tbl, f2 := testtables.Append(t, tbl, orderRows(150, 300, 0)...)
+	tbl, f2 := testtables.Append(t, tbl, testtables.OrderRows(150, 300, 0)...)
 	note() // [1]: the index snapshot
 	if fv >= 3 {
 		tbl, _ = testtables.AddDV(t, tbl, f1[0], 3, 5, 8, 40, 42)
@@ -33,13 +33,13 @@ func staleHistory(t *testing.T, fv int) (*table.Table, []int64) {
 	}
 	note()
 	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(10)}, []any{int64(170)}, []any{int64(12)})
-	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, orderRow(12, 1))
+	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, testtables.OrderRow(12, 1))
 	note()
 	tbl = testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(3)})
 	note()
-	tbl, _ = testtables.Rewrite(t, tbl, f2, orderRows(150, 290, 3)...)
+	tbl, _ = testtables.Rewrite(t, tbl, f2, testtables.OrderRows(150, 290, 3)...)
 	note()
-	tbl, _ = testtables.Append(t, tbl, orderRows(300, 330, 5)...)
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(300, 330, 5)...)
 	note()
 	return tbl, snaps
 }

@@ -33,7 +33,7 @@ type alteredIndex struct {
 func newAlteredIndex(t *testing.T) *alteredIndex {
 	t.Setenv("STREAMIDX_BUILD_TARGET_FILE_SIZE", "256B") // several small range files
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
 	tbl, _ = buildHistory(t, tbl, 2)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")

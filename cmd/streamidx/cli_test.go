@@ -4,15 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -51,59 +48,14 @@ func (c *cli) ok(args ...string) string {
 	return out
 }
 
-var ordersSchema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},
-	iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
-	iceberg.NestedField{ID: 5, Name: "ts", Type: iceberg.PrimitiveTypes.TimestampTz},
-	iceberg.NestedField{ID: 6, Name: "amount", Type: iceberg.DecimalTypeOf(10, 2)},
-)
-
-var names = []string{"ada", "grace", "alan", "barbara", "edsger"}
-
-// orderRow makes row i with nulls, NaN, -0.0, 0.0 and empty strings sprinkled in.
-func orderRow(i int, variant int) []any {
-	var customer, name, score any = int64(i % 7), names[(i+variant)%len(names)], float64(i)/3 - 5
-	if i%11 == 0 {
-		customer = nil
-	}
-	switch {
-	case i%13 == 0:
-		name = nil
-	case i%17 == 0:
-		name = ""
-	}
-	switch i % 10 {
-	case 0:
-		score = math.NaN()
-	case 1:
-		score = math.Copysign(0, -1)
-	case 2:
-		score = 0.0
-	case 3:
-		score = nil
-	}
-	ts := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i*7+variant) * time.Hour).UnixMicro()
-	return []any{int64(i), customer, name, score, ts, decimal128.FromI64(int64(i*123 + variant))}
-}
-
-func rows(from, to, variant int) [][]any {
-	var out [][]any
-	for i := from; i < to; i++ {
-		out = append(out, orderRow(i, variant))
-	}
-	return out
-}
-
 // buildHistory writes a table through every kind of commit the index must
 // follow, and returns the snapshot ids after each commit.
 func buildHistory(t *testing.T, tbl *table.Table, formatVersion int) (*table.Table, []int64) {
 	var snaps []int64
 	note := func(tb *table.Table) *table.Table { snaps = append(snaps, tb.CurrentSnapshot().SnapshotID); return tb }
-	tbl, f1 := testtables.Append(t, tbl, rows(0, 60, 0)...)
+	tbl, f1 := testtables.Append(t, tbl, testtables.OrderRows(0, 60, 0)...)
 	note(tbl)
-	tbl, f2 := testtables.Append(t, tbl, rows(60, 100, 0)...)
+	tbl, f2 := testtables.Append(t, tbl, testtables.OrderRows(60, 100, 0)...)
 	note(tbl)
 	if formatVersion >= 3 {
 		tbl, _ = testtables.AddDV(t, tbl, f1[0], 3, 5, 8)
@@ -119,15 +71,15 @@ func buildHistory(t *testing.T, tbl *table.Table, formatVersion int) (*table.Tab
 	tbl = note(testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(10)}, []any{int64(11)}, []any{int64(70)}))
 	// an upsert: delete id 12 and 71 and insert their new versions in one commit
 	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(12)}, []any{int64(71)})
-	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, orderRow(12, 1), orderRow(71, 1))
+	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, testtables.OrderRow(12, 1), testtables.OrderRow(71, 1))
 	note(tbl)
 	// re-insert a key deleted earlier: the old equality delete must not hide it
-	tbl, _ = testtables.Append(t, tbl, orderRow(10, 2))
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRow(10, 2))
 	note(tbl)
 	// equality delete on another column, at a later sequence number
 	tbl = note(testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(3)}))
 	// a rewrite replacing the second file with different rows
-	tbl, _ = testtables.Rewrite(t, tbl, f2, rows(60, 95, 3)...)
+	tbl, _ = testtables.Rewrite(t, tbl, f2, testtables.OrderRows(60, 95, 3)...)
 	note(tbl)
 	return tbl, snaps
 }
@@ -158,7 +110,7 @@ func TestBuildAndVerifyEveryDefinition(t *testing.T) {
 	for _, fv := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
 			cat, warehouse := testtables.NewCatalog(t)
-			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: fv, RowGroupRows: 16})
+			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: fv, RowGroupRows: 16})
 			_, snaps := buildHistory(t, tbl, fv)
 			c := newCLI(t, warehouse, "")
 			created := createIndexes(t, c, "test.orders")
@@ -190,8 +142,8 @@ func TestBuildAndVerifyEveryDefinition(t *testing.T) {
 
 func TestInspectJSON(t *testing.T) {
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, rows(0, 300, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 300, 0)...)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "by_customer")
@@ -223,8 +175,8 @@ func TestInspectJSON(t *testing.T) {
 
 func TestConcurrentBuildsBothCommit(t *testing.T) {
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, rows(0, 200, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 200, 0)...)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	var wg sync.WaitGroup

@@ -39,8 +39,8 @@ func TestCrashAnywhere(t *testing.T) {
 		t.Skip("crash trials take a while; run without -short")
 	}
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2, RowGroupRows: 16})
-	tbl, _ = testtables.Append(t, tbl, rows(0, 60, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 60, 0)...)
 	c := newCLI(t, warehouse, "run:\n  retain-snapshots: 1000\n")
 	createIndexes(t, c, "test.orders")
 	stageDir := t.TempDir()
@@ -52,13 +52,13 @@ func TestCrashAnywhere(t *testing.T) {
 		for range 1 + r.IntN(3) {
 			switch r.IntN(3) {
 			case 0:
-				tbl, _ = testtables.Append(t, tbl, rows(next, next+5, trial)...)
+				tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(next, next+5, trial)...)
 				next += 5
 			case 1:
 				tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(r.IntN(next))})
 			default:
 				del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(r.IntN(next))})
-				tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, orderRow(next, trial))
+				tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, testtables.OrderRow(next, trial))
 				next++
 			}
 		}
@@ -153,8 +153,8 @@ func TestTwoDaemonsOneIndex(t *testing.T) {
 	}
 	defer producer.Close()
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2, RowGroupRows: 16})
-	tbl, _ = testtables.Append(t, tbl, rows(0, 60, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 60, 0)...)
 	c := newCLI(t, warehouse, "run:\n  retain-snapshots: 1000\n")
 	createIndexes(t, c, "test.orders")
 	for _, dir := range []string{t.TempDir(), t.TempDir()} {
@@ -166,7 +166,7 @@ func TestTwoDaemonsOneIndex(t *testing.T) {
 		if i%3 == 2 {
 			tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(r.IntN(60 + i*4))})
 		} else {
-			tbl, _ = testtables.Append(t, tbl, rows(60+i*4, 64+i*4, i)...)
+			tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(60+i*4, 64+i*4, i)...)
 		}
 		s := tbl.CurrentSnapshot()
 		v := fmt.Sprintf(`{"table":"test.orders","snapshot-id":%d,"sequence-number":%d}`, s.SnapshotID, s.SequenceNumber)

@@ -76,7 +76,7 @@ func rowIDs(rows []map[string]any) []string {
 
 func TestLookupCommand(t *testing.T) {
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
 	tbl, snaps := buildHistory(t, tbl, 2)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")

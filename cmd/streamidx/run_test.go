@@ -96,8 +96,8 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 	brokers := strings.Join(cluster.ListenAddrs(), ",")
 
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, rows(0, 50, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
 	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
@@ -120,7 +120,7 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 		}
 	}
 	// The poll interval is an hour: only notifications can move the index.
-	tbl, _ = testtables.Append(t, tbl, rows(50, 80, 0)...)
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(50, 80, 0)...)
 	notify()
 	waitAligned(t, c, "pk", current)
 	waitAligned(t, c, "by_customer", current)
@@ -205,15 +205,15 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 
 func TestRunPollsWithoutKafka(t *testing.T) {
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: ordersSchema, FormatVersion: 3})
-	tbl, _ = testtables.Append(t, tbl, rows(0, 40, 0)...)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 3})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
 	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	startDaemon(t, c, "--table", "test.orders", "--index", "by_day", "--poll-interval", "100ms", "--http", "none", "--stage-dir", t.TempDir())
 	waitAligned(t, c, "by_day", current)
 	for i := range 3 {
-		tbl, _ = testtables.Append(t, tbl, rows(40+i*10, 50+i*10, 0)...)
+		tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(40+i*10, 50+i*10, 0)...)
 		waitAligned(t, c, "by_day", current)
 	}
 }
