@@ -312,18 +312,9 @@ func (r *RangeFileReader) Read(ctx context.Context, fieldIDs []int, rowGroups []
 	}
 	defer rdr.Release()
 	for {
-		if err := ctx.Err(); err != nil {
+		next, err := r.nextBatch(ctx, rdr)
+		if err != nil {
 			return err
-		}
-		var next bool
-		if err := r.guard(func() error {
-			next = rdr.Next()
-			return rdr.Err()
-		}); err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			return r.failure("read", err)
 		}
 		if !next {
 			return nil
@@ -482,4 +473,23 @@ func (s *storageReader) failure() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// nextBatch advances a record reader, telling a cancelled context, a
+// failure of the storage and a corrupt file apart.
+func (r *RangeFileReader) nextBatch(ctx context.Context, rdr pqarrow.RecordReader) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	var next bool
+	if err := r.guard(func() error {
+		next = rdr.Next()
+		return rdr.Err()
+	}); err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return false, ctxErr
+		}
+		return false, r.failure("read", err)
+	}
+	return next, nil
 }

@@ -76,18 +76,9 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 	}
 	defer rdr.Release()
 	for len(wanted) > 0 {
-		if err := ctx.Err(); err != nil {
+		next, err := r.nextBatch(ctx, rdr)
+		if err != nil {
 			return err
-		}
-		var next bool
-		if err := r.guard(func() error {
-			next = rdr.Next()
-			return rdr.Err()
-		}); err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return ctxErr
-			}
-			return r.failure("read", err)
 		}
 		if !next {
 			return &CorruptFileError{Path: r.name, Err: fmt.Errorf("row group %d ended %d rows early", rowGroup, len(wanted))}
