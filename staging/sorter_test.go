@@ -3,6 +3,7 @@ package staging
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -10,7 +11,14 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(crashEnv); dir != "" {
+		err := crashChild(dir)
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		os.Exit(1)
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func sortAndCollect(t *testing.T, budget int64, keys [][]byte) (got [][]byte, spilled bool) {
 	t.Helper()

@@ -57,30 +57,27 @@ func crashStage(id int64) (adds []crashAdd, want []staged) {
 	return adds, want
 }
 
-// TestStoreCrashChild is the process TestStoreCrashRecovery kills: it
-// cleans up partial stages, then stages, seals and drops old stages in a
-// loop, printing "sealed ID" after each Seal returns.
-func TestStoreCrashChild(t *testing.T) {
-	dir := os.Getenv(crashEnv)
-	if dir == "" {
-		t.Skip("the child process of TestStoreCrashRecovery")
-	}
+// crashChild is the process TestStoreCrashRecovery kills (the test binary,
+// started with crashEnv set, runs it from TestMain): it cleans up partial
+// stages, then stages, seals and drops old stages in a loop, printing
+// "sealed ID" after each Seal returns. It returns only on an error.
+func crashChild(dir string) error {
 	s, err := OpenStore(dir, StoreOptions{MemTableSize: 1 << 20, BatchBytes: 32 << 10})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	partial, err := s.Unsealed()
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, p := range partial {
 		if err := s.Abandon(p.Index, p.SourceSnapshotID); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
 	sealed, err := s.Sealed(crashIndex)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var ids []int64
 	for _, m := range sealed {
@@ -93,22 +90,22 @@ func TestStoreCrashChild(t *testing.T) {
 	for ; ; next++ {
 		st, err := s.Stage(crashIndex, next)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		adds, _ := crashStage(next)
 		for _, a := range adds {
 			if err := st.Add(a.key, a.value, a.count); err != nil {
-				t.Fatal(err)
+				return err
 			}
 		}
 		if err := st.Seal(SealMeta{Ordinal: uint64(next), Offsets: map[string]string{"p0": strconv.FormatInt(next, 10)}}); err != nil {
-			t.Fatal(err)
+			return err
 		}
 		fmt.Printf("sealed %d\n", next)
 		ids = append(ids, next)
 		if len(ids) > 4 { // the compactor is done with the oldest
 			if err := s.Drop(crashIndex, ids[0]); err != nil {
-				t.Fatal(err)
+				return err
 			}
 			ids = ids[1:]
 		}
@@ -142,7 +139,7 @@ func TestStoreCrashRecovery(t *testing.T) {
 // delay and returns the highest snapshot ID it reported sealed.
 func runAndKill(t *testing.T, dir string, delay time.Duration) int64 {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStoreCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -85,8 +85,10 @@ func (a *alteredIndex) publish(t *testing.T, entries []format.TrackingEntry) {
 	}
 }
 
-// rewriteWithout writes a copy of a range file without its row skip.
-func rewriteWithout(t *testing.T, is *format.IndexSchema, e format.TrackingEntry, skip int) format.TrackingEntry {
+// tamper writes a copy of a range file whose batches went through change
+// (which returns the batch to write, or nil to write nothing) and returns
+// its tracking entry.
+func tamper(t *testing.T, is *format.IndexSchema, e format.TrackingEntry, suffix string, change func(rec arrow.RecordBatch) arrow.RecordBatch) format.TrackingEntry {
 	t.Helper()
 	f, err := os.Open(strings.TrimPrefix(e.FilePath, "file://"))
 	if err != nil {
@@ -98,7 +100,7 @@ func rewriteWithout(t *testing.T, is *format.IndexSchema, e format.TrackingEntry
 		t.Fatal(err)
 	}
 	defer r.Close()
-	outPath := strings.TrimSuffix(e.FilePath, ".parquet") + "-tampered.parquet"
+	outPath := strings.TrimSuffix(e.FilePath, ".parquet") + "-" + suffix + ".parquet"
 	w, err := objstore.Create(context.Background(), nil, outPath)
 	if err != nil {
 		t.Fatal(err)
@@ -107,20 +109,13 @@ func rewriteWithout(t *testing.T, is *format.IndexSchema, e format.TrackingEntry
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := 0
 	err = r.Read(context.Background(), nil, nil, func(rec arrow.RecordBatch) error {
-		for i := 0; i < int(rec.NumRows()); i++ {
-			if row != skip {
-				one := rec.NewSlice(int64(i), int64(i+1))
-				err := rw.Write(one)
-				one.Release()
-				if err != nil {
-					return err
-				}
-			}
-			row++
+		out := change(rec)
+		if out == nil {
+			return nil
 		}
-		return nil
+		defer out.Release()
+		return rw.Write(out)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +129,38 @@ func rewriteWithout(t *testing.T, is *format.IndexSchema, e format.TrackingEntry
 	}
 	ne.FilePath = outPath
 	return ne
+}
+
+// rewriteWithout writes a copy of a range file without its row skip.
+func rewriteWithout(t *testing.T, is *format.IndexSchema, e format.TrackingEntry, skip int) format.TrackingEntry {
+	t.Helper()
+	row := 0
+	return tamper(t, is, e, "tampered", func(rec arrow.RecordBatch) arrow.RecordBatch {
+		start := row
+		row += int(rec.NumRows())
+		if skip < start || skip >= row {
+			rec.Retain()
+			return rec
+		}
+		// Everything but the skipped row: the slices on either side, concatenated.
+		at := int64(skip - start)
+		cols := make([]arrow.Array, rec.NumCols())
+		for c := range cols {
+			before, after := array.NewSlice(rec.Column(c), 0, at), array.NewSlice(rec.Column(c), at+1, rec.NumRows())
+			joined, err := array.Concatenate([]arrow.Array{before, after}, memory.DefaultAllocator)
+			before.Release()
+			after.Release()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols[c] = joined
+		}
+		out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows()-1)
+		for _, c := range cols {
+			c.Release()
+		}
+		return out
+	})
 }
 
 func TestVerifyDetectsAMissingEntry(t *testing.T) {
@@ -172,24 +199,13 @@ func TestVerifyDetectsAWrongPosition(t *testing.T) {
 	a := newAlteredIndex(t)
 	// Shift every _pos of one range file by one: same ids, wrong rows.
 	e := a.entries[0]
-	f, err := os.Open(strings.TrimPrefix(e.FilePath, "file://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := format.OpenRangeFile(f, e.FilePath, a.is, format.RangeFileReadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPath := strings.TrimSuffix(e.FilePath, ".parquet") + "-shifted.parquet"
-	w, _ := objstore.Create(context.Background(), nil, outPath)
-	rw, _ := format.NewRangeFileWriter(w, a.is, format.RangeFileOptions{})
 	posCol := -1
 	for i, fld := range a.is.Fields() {
 		if ref, ok := fld.Expr.(format.Ref); ok && ref.ID == format.FieldIDPos {
 			posCol = i
 		}
 	}
-	err = r.Read(context.Background(), nil, nil, func(rec arrow.RecordBatch) error {
+	ne := tamper(t, a.is, e, "shifted", func(rec arrow.RecordBatch) arrow.RecordBatch {
 		b := array.NewInt64Builder(memory.DefaultAllocator)
 		defer b.Release()
 		pos := rec.Column(posCol).(*array.Int64)
@@ -200,23 +216,8 @@ func TestVerifyDetectsAWrongPosition(t *testing.T) {
 		defer shifted.Release()
 		cols := append([]arrow.Array{}, rec.Columns()...)
 		cols[posCol] = shifted
-		out := array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
-		defer out.Release()
-		return rw.Write(out)
+		return array.NewRecordBatch(rec.Schema(), cols, rec.NumRows())
 	})
-	r.Close()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ne, err := rw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	ne.FilePath = outPath
 	entries := append([]format.TrackingEntry{}, a.entries...)
 	entries[0] = ne
 	a.publish(t, entries)

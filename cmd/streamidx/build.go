@@ -36,15 +36,11 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		return exitError, err
 	}
 	defer e.Close()
-	tbl, id, err := e.loadTable(ctx, *tableName)
+	tbl, id, md, _, err := e.loadIndex(ctx, *tableName, *indexName)
 	if err != nil {
 		return exitError, err
 	}
 	snap, err := sourceSnapshot(tbl, *snapshotID)
-	if err != nil {
-		return exitError, err
-	}
-	md, _, err := e.indexes.Load(ctx, id, *indexName)
 	if err != nil {
 		return exitError, err
 	}

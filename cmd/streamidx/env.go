@@ -19,6 +19,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/lib/pq" // the postgres database/sql driver
 
+	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
 )
@@ -235,6 +236,19 @@ func (e *env) loadTable(ctx context.Context, name string) (*table.Table, table.I
 		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
 	}
 	return tbl, id, nil
+}
+
+// loadIndex loads a table and one of its indexes. For an index of a type
+// streamidx does not implement it returns the metadata together with an
+// error wrapping format.ErrUnsupportedIndexType, so callers can still name
+// it; the table is returned whenever it loaded.
+func (e *env) loadIndex(ctx context.Context, tableName, index string) (*table.Table, table.Identifier, *format.Metadata, string, error) {
+	tbl, id, err := e.loadTable(ctx, tableName)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	md, loc, err := e.indexes.Load(ctx, id, index)
+	return tbl, id, md, loc, err
 }
 
 // requireFlags reports the missing required flags of a command.

@@ -99,11 +99,7 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 		return exitError, err
 	}
 	defer e.Close()
-	tbl, id, err := e.loadTable(ctx, *tableName)
-	if err != nil {
-		return exitError, err
-	}
-	md, metaLoc, err := e.indexes.Load(ctx, id, *indexName)
+	tbl, _, md, metaLoc, err := e.loadIndex(ctx, *tableName, *indexName)
 	unsupported := errors.Is(err, format.ErrUnsupportedIndexType)
 	if err != nil && !unsupported {
 		return exitError, err

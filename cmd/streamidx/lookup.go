@@ -47,11 +47,7 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		return exitError, err
 	}
 	defer e.Close()
-	tbl, id, err := e.loadTable(ctx, *tableName)
-	if err != nil {
-		return exitError, err
-	}
-	md, _, err := e.indexes.Load(ctx, id, *indexName)
+	tbl, _, md, _, err := e.loadIndex(ctx, *tableName, *indexName)
 	if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) {
 		return exitError, err
 	}

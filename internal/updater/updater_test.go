@@ -21,20 +21,8 @@ import (
 	"github.com/streamidx/streamidx/staging"
 )
 
-var schema = iceberg.NewSchema(0,
-	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
-	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},
-	iceberg.NestedField{ID: 3, Name: "name", Type: iceberg.PrimitiveTypes.String},
-	iceberg.NestedField{ID: 4, Name: "score", Type: iceberg.PrimitiveTypes.Float64},
-)
-
-func row(id int64, version int) []any {
-	var customer any = id % 13
-	if id%11 == 0 {
-		customer = nil
-	}
-	return []any{id, customer, fmt.Sprintf("v%d-%d", version, id), float64(version) + float64(id)/7}
-}
+// row is order id of the shared orders fixture in the given version.
+func row(id int64, version int) []any { return testtables.OrderRow(int(id), version) }
 
 // env is a table with indexes, an index catalog and a staging store.
 type env struct {
@@ -52,7 +40,7 @@ var testDefinitions = []string{
 
 func newEnv(t *testing.T, formatVersion int) *env {
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: schema, FormatVersion: formatVersion, RowGroupRows: 8})
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: formatVersion, RowGroupRows: 8})
 	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
 	if err != nil {
 		t.Fatal(err)
