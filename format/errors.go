@@ -1,12 +1,23 @@
 package format
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrCorruption is the one corruption marker of streamidx, in the spirit of
+// Pebble's base.MarkCorruptionError: every layer that finds a file whose
+// content contradicts what it must be (a range or tracking file, an index
+// metadata file, a data or delete file of the table, a staged key) returns an
+// error for which errors.Is(err, ErrCorruption) holds, naming the file.
+// Retrying does not help: callers halt the affected index and tell an
+// operator, and keep everything else running. Errors of the storage itself
+// (a timeout, a refused connection) never carry it.
+var ErrCorruption = errors.New("corruption")
 
 // CorruptFileError reports a file that cannot be what it claims to be: not
 // Parquet, truncated, or without the columns and types the index definition
-// requires. Retrying does not help, so callers halt and name the file to an
-// operator rather than retry; errors of the storage itself are returned
-// without it.
+// requires. It matches ErrCorruption.
 type CorruptFileError struct {
 	Path string
 	Err  error
@@ -17,3 +28,35 @@ func (e *CorruptFileError) Error() string {
 }
 
 func (e *CorruptFileError) Unwrap() error { return e.Err }
+
+// Is makes every CorruptFileError match ErrCorruption.
+func (e *CorruptFileError) Is(target error) bool { return target == ErrCorruption }
+
+// MarkCorruption returns err marked as a corruption of the file at path. A
+// nil err gives nil; an err already marked for the same path is returned
+// as it is.
+func MarkCorruption(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var c *CorruptFileError
+	if errors.As(err, &c) && c.Path == path {
+		return err
+	}
+	return &CorruptFileError{Path: path, Err: err}
+}
+
+// IsCorruption reports whether err marks a corruption: an error wrapping
+// ErrCorruption or ErrCorruptKey.
+func IsCorruption(err error) bool {
+	return errors.Is(err, ErrCorruption) || errors.Is(err, ErrCorruptKey)
+}
+
+// CorruptPath returns the file a corruption error names, if it names one.
+func CorruptPath(err error) (string, bool) {
+	var c *CorruptFileError
+	if errors.As(err, &c) {
+		return c.Path, true
+	}
+	return "", false
+}
