@@ -267,7 +267,7 @@ func TestRangeFileCorruptFiles(t *testing.T) {
 				t.Fatal("OpenRangeFile succeeded")
 			}
 			var corrupt *CorruptFileError
-			if !errors.As(err, &corrupt) || corrupt.Path != name || !strings.Contains(err.Error(), name) {
+			if !errors.As(err, &corrupt) || corrupt.Path != name || !strings.Contains(err.Error(), name) || !IsCorruption(err) {
 				t.Fatalf("error %v (%T), want a *CorruptFileError naming %s", err, err, name)
 			}
 			if !strings.Contains(err.Error(), tc.want) {

@@ -557,7 +557,7 @@ func TestTrackingReaderRefusesBadEntries(t *testing.T) {
 			}
 			_, err := ReadTrackingFile(&buf, name, s)
 			var ce *CorruptFileError
-			if !errors.As(err, &ce) || ce.Path != name {
+			if !errors.As(err, &ce) || ce.Path != name || !IsCorruption(err) {
 				t.Fatalf("error %v (%T), want a *CorruptFileError for %s", err, err, name)
 			}
 			if !strings.Contains(err.Error(), name) || !strings.Contains(err.Error(), c.message) {

@@ -140,7 +140,9 @@ func checkName(what, s string) error {
 
 // CorruptMetadataError reports an index metadata file that exists but is not
 // a readable index metadata file. The catalog points at it, so the index is
-// unusable until an operator replaces the file; retrying does not help.
+// unusable until an operator replaces the file; retrying does not help. It
+// carries the one corruption marker: format.IsCorruption holds for it and
+// format.CorruptPath gives its Location.
 type CorruptMetadataError struct {
 	Location string
 	Err      error
@@ -151,6 +153,19 @@ func (e *CorruptMetadataError) Error() string {
 }
 
 func (e *CorruptMetadataError) Unwrap() error { return e.Err }
+
+// Is makes every CorruptMetadataError match format.ErrCorruption.
+func (e *CorruptMetadataError) Is(target error) bool { return target == format.ErrCorruption }
+
+// As lets errors.As find a *format.CorruptFileError naming the metadata file,
+// which is how format.CorruptPath finds the file of any corruption.
+func (e *CorruptMetadataError) As(target any) bool {
+	if t, ok := target.(**format.CorruptFileError); ok {
+		*t = &format.CorruptFileError{Path: e.Location, Err: e.Err}
+		return true
+	}
+	return false
+}
 
 // CommitWithRetry loads the index, applies update to its current metadata
 // and commits the result, and on ErrCommitConflict starts again from the

@@ -128,8 +128,12 @@ func TestLoadReportsUnsupportedAndCorruptFiles(t *testing.T) {
 				t.Fatal(err)
 			}
 			var corrupt *CorruptMetadataError
-			if _, _, err := cat.Load(ctx, orders, "broken"); !errors.As(err, &corrupt) || corrupt.Location != loc {
+			_, _, err = cat.Load(ctx, orders, "broken")
+			if !errors.As(err, &corrupt) || corrupt.Location != loc {
 				t.Errorf("load of a truncated file: %v, want a CorruptMetadataError naming %s", err, loc)
+			}
+			if path, ok := format.CorruptPath(err); !format.IsCorruption(err) || !ok || path != loc {
+				t.Errorf("load of a truncated file: %v is not marked as a corruption of %s (path %q)", err, loc, path)
 			}
 		})
 	}

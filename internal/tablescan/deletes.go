@@ -315,7 +315,7 @@ func readPositionDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFi
 		}
 		for i := range int(rec.NumRows()) {
 			if paths.IsNull(i) || pos.IsNull(i) || pos.Value(i) < 0 {
-				return &CorruptFileError{Path: del.FilePath(), Reason: fmt.Sprintf("row %d is not a valid (file_path, pos)", i)}
+				return format.MarkCorruption(del.FilePath(), fmt.Errorf("row %d is not a valid (file_path, pos)", i))
 			}
 			p := paths.Value(i)
 			bm, ok := out[p]
@@ -383,11 +383,11 @@ func readDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, sche
 		return err
 	}
 	if p.numRows() != del.Count() {
-		return errJoinClose(&CorruptFileError{Path: del.FilePath(), Reason: fmt.Sprintf("has %d rows, its manifest entry says %d", p.numRows(), del.Count())}, p)
+		return errJoinClose(format.MarkCorruption(del.FilePath(), fmt.Errorf("has %d rows, its manifest entry says %d", p.numRows(), del.Count())), p)
 	}
 	for _, f := range schema.Fields() {
 		if !slices.Contains(p.topIDs, f.ID) {
-			return errJoinClose(&CorruptFileError{Path: del.FilePath(), Reason: fmt.Sprintf("has no column with field ID %d (%s)", f.ID, f.Name)}, p)
+			return errJoinClose(format.MarkCorruption(del.FilePath(), fmt.Errorf("has no column with field ID %d (%s)", f.ID, f.Name)), p)
 		}
 	}
 	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}

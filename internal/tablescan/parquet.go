@@ -13,19 +13,9 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
 )
-
-// CorruptFileError reports a data or delete file whose content contradicts
-// its metadata or the spec, such as a row count that differs from the
-// manifest's. Retrying does not help; the file must be repaired or removed.
-type CorruptFileError struct {
-	Path   string
-	Reason string
-}
-
-func (e *CorruptFileError) Error() string {
-	return fmt.Sprintf("corrupt file %s: %s", e.Path, e.Reason)
-}
 
 // parquetFile is an open Parquet file whose top-level columns are matched to
 // Iceberg field IDs: by the Parquet field IDs, or by the table's name mapping
@@ -45,11 +35,11 @@ func openParquet(fs iceio.IO, path string, mapping iceberg.NameMapping, batchRow
 	}
 	rdr, err := file.NewParquetReader(f)
 	if err != nil {
-		return nil, errors.Join(&CorruptFileError{Path: path, Reason: "not a readable Parquet file: " + err.Error()}, f.Close())
+		return nil, errors.Join(format.MarkCorruption(path, fmt.Errorf("not a readable Parquet file: %w", err)), f.Close())
 	}
 	fr, err := pqarrow.NewFileReader(rdr, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, mem)
 	if err != nil {
-		return nil, errors.Join(&CorruptFileError{Path: path, Reason: "Parquet schema: " + err.Error()}, rdr.Close())
+		return nil, errors.Join(format.MarkCorruption(path, fmt.Errorf("Parquet schema: %w", err)), rdr.Close())
 	}
 	p := &parquetFile{path: path, rdr: rdr, fr: fr, mapping: mapping}
 	for _, sf := range fr.Manifest.Fields {
@@ -112,7 +102,7 @@ func (p *parquetFile) read(ctx context.Context, schema *iceberg.Schema, so table
 			return err
 		}
 		if got != n {
-			return &CorruptFileError{Path: p.path, Reason: fmt.Sprintf("row group %d has %d rows, its metadata says %d", rg, got, n)}
+			return format.MarkCorruption(p.path, fmt.Errorf("row group %d has %d rows, its metadata says %d", rg, got, n))
 		}
 		start += n
 	}

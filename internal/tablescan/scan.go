@@ -265,7 +265,7 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 		return stats, err
 	}
 	if p.numRows() != file.Count() {
-		return stats, errJoinClose(&CorruptFileError{Path: file.FilePath(), Reason: fmt.Sprintf("has %d rows, its manifest entry says %d", p.numRows(), file.Count())}, p)
+		return stats, errJoinClose(format.MarkCorruption(file.FilePath(), fmt.Errorf("has %d rows, its manifest entry says %d", p.numRows(), file.Count())), p)
 	}
 	stats.DataFiles = 1
 	f := fileReader{proj: proj, path: file.FilePath(), deletes: deletes, groups: groups, colOf: colOf, stats: &stats, fn: fn}
