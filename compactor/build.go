@@ -161,12 +161,12 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	})
 	if err != nil {
 		w.Abort()
-		RemoveFiles(ctx, opts.IOProperties, opts.Logger, w.Written())
+		RemoveFiles(ctx, opts.Store, opts.Logger, w.Written())
 		return nil, err
 	}
 	entries, err := w.Close()
 	if err != nil {
-		RemoveFiles(ctx, opts.IOProperties, opts.Logger, w.Written())
+		RemoveFiles(ctx, opts.Store, opts.Logger, w.Written())
 		return nil, err
 	}
 	prog.Phase, prog.FilesWritten, prog.BytesWritten = "done", len(entries), w.BytesWritten()

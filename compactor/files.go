@@ -10,10 +10,14 @@ import (
 
 // RemoveFiles deletes range files that no snapshot references, best effort:
 // a file left behind is an orphan for clean-up, never a correctness issue.
-func RemoveFiles(ctx context.Context, props map[string]string, log *slog.Logger, entries []format.TrackingEntry) {
-	for _, e := range entries {
-		if err := objstore.Remove(ctx, props, e.FilePath); err != nil && log != nil {
-			log.Warn("could not remove unreferenced range file", "file", e.FilePath, "err", err)
-		}
+// A nil log discards the failures.
+func RemoveFiles(ctx context.Context, store *objstore.Store, log *slog.Logger, entries []format.TrackingEntry) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	locs := make([]string, len(entries))
+	for i, e := range entries {
+		locs[i] = e.FilePath
+	}
+	store.RemoveQuietly(ctx, log, "unreferenced range file", locs...)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/staging"
@@ -116,7 +115,7 @@ func Merge(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEn
 			m.w.Abort()
 			m.written = append(m.written, m.w.Written()...)
 		}
-		RemoveFiles(context.WithoutCancel(ctx), opts.IOProperties, opts.Logger, m.written)
+		RemoveFiles(context.WithoutCancel(ctx), opts.Store, opts.Logger, m.written)
 		return nil, err
 	}
 	m.res.Written = len(m.written)
@@ -421,16 +420,7 @@ func (m *merger) mergeFile(idx int, exists bool) error {
 func (m *merger) readFile(idx int) error {
 	te := m.prev[idx]
 	m.fileName = te.FilePath
-	fsys, err := iceio.LoadFS(m.ctx, m.opts.IOProperties, te.FilePath)
-	if err != nil {
-		return fmt.Errorf("open storage for %s: %w", te.FilePath, err)
-	}
-	f, err := fsys.Open(te.FilePath)
-	if err != nil {
-		return fmt.Errorf("open range file %s: %w", te.FilePath, err)
-	}
-	defer f.Close()
-	r, err := format.OpenRangeFile(f, te.FilePath, m.is, format.RangeFileReadOptions{Allocator: m.opts.Allocator})
+	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{Allocator: m.opts.Allocator})
 	if err != nil {
 		return err
 	}

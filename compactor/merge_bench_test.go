@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
 )
 
@@ -123,7 +124,7 @@ func (x *benchIndex) run(b *testing.B, recs []deltaRecord) {
 		b.StopTimer()
 		for _, e := range res.Entries {
 			if !containsPath(x.entries, e.FilePath) {
-				RemoveFiles(context.Background(), nil, nil, []format.TrackingEntry{e})
+				RemoveFiles(context.Background(), objstore.Local(), nil, []format.TrackingEntry{e})
 			}
 		}
 		b.StartTimer()
@@ -190,7 +191,7 @@ func BenchmarkMergeFullRewrite(b *testing.B) {
 		}
 		bytes = w.BytesWritten()
 		b.StopTimer()
-		RemoveFiles(context.Background(), nil, nil, entries)
+		RemoveFiles(context.Background(), objstore.Local(), nil, entries)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(len(x.entries)), "files")

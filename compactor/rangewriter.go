@@ -26,8 +26,8 @@ type RangeWriterOptions struct {
 	// BatchRows is the number of entries handed to the Parquet writer at
 	// once. Default: 8192.
 	BatchRows int
-	// IOProperties are passed to iceberg-go's IO. Default: none.
-	IOProperties map[string]string
+	// Store writes the files. Default: a store for local files only.
+	Store *objstore.Store
 	// Allocator for Arrow buffers. Default: memory.DefaultAllocator.
 	Allocator memory.Allocator
 }
@@ -45,6 +45,9 @@ func (o *RangeWriterOptions) ensureDefaults() {
 	o.BatchRows = min(o.BatchRows, o.RowGroupRows)
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Store == nil {
+		o.Store = objstore.Local()
 	}
 }
 
@@ -145,7 +148,7 @@ func (w *RangeWriter) openFile() error {
 	if err != nil {
 		return fmt.Errorf("name range file: %w", err)
 	}
-	out, err := objstore.Create(w.ctx, w.opts.IOProperties, objstore.Join(w.dir, id.String()+".parquet"))
+	out, err := w.opts.Store.Create(w.ctx, objstore.Join(w.dir, id.String()+".parquet"), objstore.CreateOptions{})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package flush
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
@@ -32,8 +29,9 @@ type ExpireOptions struct {
 	// an index snapshot superseded less than this long ago does not expire,
 	// since an update may be building on it. Default: 1h.
 	OrphanGrace time.Duration
-	// IOProperties are passed to iceberg-go's IO. Default: none.
-	IOProperties map[string]string
+	// Store reads tracking files, lists and deletes files. Default: a store
+	// for local files only.
+	Store *objstore.Store
 	// MaxAttempts bounds the compare-and-swap retries. Default: 20.
 	MaxAttempts int
 	// Logger. Default: discard.
@@ -60,6 +58,9 @@ func (o *ExpireOptions) ensureDefaults() {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Store == nil {
+		o.Store = objstore.Local()
 	}
 }
 
@@ -175,25 +176,25 @@ func deleteUnreferenced(ctx context.Context, md *format.Metadata, is func(*forma
 		{"metadata", isTrackingFileName},
 	} {
 		root := objstore.Join(md.Location, dir.name)
-		fsys, files, err := listFiles(ctx, opts.IOProperties, root)
+		files, err := opts.Store.Walk(ctx, root)
 		if err != nil {
 			return err
 		}
 		for _, f := range files {
 			switch {
-			case referenced[fileName(f.location)] || !dir.deletable(fileName(f.location)):
+			case referenced[fileName(f.Location)] || !dir.deletable(fileName(f.Location)):
 				continue
-			case f.modTime.IsZero() || now.Sub(f.modTime) < opts.OrphanGrace:
+			case f.ModTime.IsZero() || now.Sub(f.ModTime) < opts.OrphanGrace:
 				continue // too young, or of unknown age: a writer may be about to commit it
 			}
 			if !opts.DryRun {
-				if err := fsys.Remove(f.location); err != nil && !errors.Is(err, fs.ErrNotExist) {
-					opts.Logger.Warn("could not delete unreferenced index file", "file", f.location, "err", err)
+				if err := opts.Store.Remove(ctx, f.Location); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					opts.Logger.Warn("could not delete unreferenced index file", "file", f.Location, "err", err)
 					continue
 				}
 			}
-			res.FilesDeleted = append(res.FilesDeleted, f.location)
-			res.BytesFreed += f.size
+			res.FilesDeleted = append(res.FilesDeleted, f.Location)
+			res.BytesFreed += f.Size
 		}
 	}
 	if len(res.FilesDeleted) > 0 {
@@ -221,120 +222,23 @@ func referencedFiles(ctx context.Context, md *format.Metadata, is func(*format.M
 	if err != nil {
 		return nil, fmt.Errorf("resolve index schema: %w", err)
 	}
-	for _, s := range md.Snapshots {
+	for i := range md.Snapshots {
+		s := &md.Snapshots[i]
 		out[fileName(s.TrackingFile)] = true
-		data, err := objstore.ReadFile(ctx, opts.IOProperties, s.TrackingFile)
+		t, _, err := opts.Store.ReadTracking(ctx, md, s, schema)
 		if err != nil {
 			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 		}
-		entries, err := format.ReadTrackingFile(bytes.NewReader(data), s.TrackingFile, schema)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
-		}
-		for _, e := range entries {
+		for _, e := range t.Entries {
 			out[fileName(e.FilePath)] = true
 		}
 	}
 	return out, nil
 }
 
-// listedFile is a file found under an index directory.
-type listedFile struct {
-	location string // in the form of the directory's location
-	size     int64
-	modTime  time.Time
-}
-
-// listFiles lists the files under root, recursively where the storage can
-// walk, and returns the storage to delete them with. A missing directory
-// is empty.
-func listFiles(ctx context.Context, props map[string]string, root string) (iceio.IO, []listedFile, error) {
-	fsys, err := iceio.LoadFS(ctx, props, root)
-	if err != nil {
-		return nil, nil, fmt.Errorf("open storage for %s: %w", root, err)
-	}
-	var out []listedFile
-	add := func(p string, d fs.DirEntry) error {
-		info, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // deleted while listing
-		}
-		if err != nil {
-			return fmt.Errorf("list %s: %w", p, err)
-		}
-		out = append(out, listedFile{location: relocate(root, p), size: info.Size(), modTime: info.ModTime()})
-		return nil
-	}
-	if l, ok := fsys.(iceio.ListableIO); ok {
-		err := l.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			switch {
-			case errors.Is(err, fs.ErrNotExist):
-				return nil
-			case err != nil:
-				return fmt.Errorf("list %s: %w", p, err)
-			case d.IsDir():
-				return ctx.Err()
-			}
-			return add(p, d)
-		})
-		if err != nil {
-			return nil, nil, err
-		}
-		return fsys, out, nil
-	}
-	f, err := fsys.Open(root)
-	if errors.Is(err, fs.ErrNotExist) {
-		return fsys, nil, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", root, err)
-	}
-	defer f.Close()
-	rd, ok := f.(iceio.ReadDirFile)
-	if !ok {
-		return nil, nil, fmt.Errorf("list %s: storage cannot list directories", root)
-	}
-	entries, err := rd.ReadDir(-1)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list %s: %w", root, err)
-	}
-	for _, d := range entries {
-		if !d.IsDir() {
-			if err := add(objstore.Join(root, d.Name()), d); err != nil {
-				return nil, nil, err
-			}
-		}
-	}
-	return fsys, out, nil
-}
-
-// relocate rewrites a path that a storage walk reports (a local path, or a
-// URI) in the form of root, the form that tracking files use.
-func relocate(root, p string) string {
-	r, c := canonicalLocation(root), canonicalLocation(p)
-	if rel, ok := strings.CutPrefix(c, r+"/"); ok {
-		return objstore.Join(root, rel)
-	}
-	return p
-}
-
-// canonicalLocation lets a file:// URI and the local path it names compare
-// equal. It does not decode escapes: a walk reports names as stored.
-func canonicalLocation(loc string) string {
-	if rest, ok := strings.CutPrefix(loc, "file://"); ok {
-		loc = strings.TrimPrefix(rest, "localhost")
-	} else if rest, ok := strings.CutPrefix(loc, "file:"); ok && strings.HasPrefix(rest, "/") {
-		loc = rest
-	}
-	if !strings.Contains(loc, "://") {
-		return path.Clean(loc)
-	}
-	return strings.TrimRight(loc, "/")
-}
-
 // fileName is the last element of a location. Range and tracking files
 // have unique names (UUIDs, snapshot ids), so a name identifies a file
 // whatever form its location takes (URI or path, s3:// or s3a://).
 func fileName(loc string) string {
-	return path.Base(canonicalLocation(loc))
+	return path.Base(objstore.CanonicalLocation(loc))
 }

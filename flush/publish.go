@@ -61,8 +61,9 @@ type Publication struct {
 
 // Options tune publishing.
 type Options struct {
-	// IOProperties are passed to iceberg-go's IO. Default: none.
-	IOProperties map[string]string
+	// Store writes and removes the tracking file. Default: a store for
+	// local files only.
+	Store *objstore.Store
 	// MaxAttempts bounds the compare-and-swap retries. Default: 20.
 	MaxAttempts int
 	// Logger. Default: discard.
@@ -84,13 +85,18 @@ func (o *Options) ensureDefaults() {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Store == nil {
+		o.Store = objstore.Local()
+	}
 }
 
 // Publish writes the tracking file of p's range files, then commits a new
 // index snapshot that references it with a compare-and-swap in the catalog,
 // retrying on top of concurrent winners. Range files must already be
-// durable. When the commit fails the tracking file is removed and the
-// previous index snapshot stays current.
+// durable. The tracking file names the index and the snapshot it belongs to
+// (header keys index-uuid and snapshot-id), so that readers can refuse it
+// in another snapshot's place. When the commit fails the tracking file is
+// removed and the previous index snapshot stays current.
 func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts Options) (*format.Snapshot, string, error) {
 	opts.ensureDefaults()
 	md, _, err := cat.Load(ctx, p.Table, p.Index)
@@ -101,8 +107,8 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 		return nil, "", fmt.Errorf("publish index %s: %w", p.Index, ErrIndexReplaced)
 	}
 	snapID := newSnapshotID(md)
-	trackingLoc := objstore.Join(md.Location, "metadata", fmt.Sprintf("snap-%d-%s.avro", snapID, uuid.NewString()))
-	if err := writeTracking(ctx, trackingLoc, p, opts); err != nil {
+	trackingLoc, err := writeTracking(ctx, md.Location, snapID, p, opts)
+	if err != nil {
 		return nil, "", err
 	}
 	var rows, bytes int64
@@ -134,8 +140,16 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 				return nil, ErrBaseMoved
 			}
 		}
-		for base.SnapshotByID(snapID) != nil {
-			snapID = newSnapshotID(base) // the tracking file name keeps the first id; names need only be unique
+		if base.SnapshotByID(snapID) != nil {
+			// Another writer took the id since: the tracking file names its
+			// snapshot, so it is written again under a new one.
+			snapID = newSnapshotID(base)
+			loc, err := writeTracking(ctx, md.Location, snapID, p, opts)
+			if err != nil {
+				return nil, err
+			}
+			removeQuietly(ctx, opts, trackingLoc)
+			trackingLoc = loc
 		}
 		snap = format.Snapshot{
 			SnapshotID:            snapID,
@@ -156,22 +170,24 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 	return committed.SnapshotByID(snap.SnapshotID), loc, nil
 }
 
-func writeTracking(ctx context.Context, loc string, p Publication, opts Options) error {
-	w, err := objstore.Create(ctx, opts.IOProperties, loc)
+// writeTracking writes the tracking file of p for index snapshot snapID
+// under the index's location and returns where.
+func writeTracking(ctx context.Context, indexLoc string, snapID int64, p Publication, opts Options) (string, error) {
+	loc := objstore.Join(indexLoc, "metadata", fmt.Sprintf("snap-%d-%s.avro", snapID, uuid.NewString()))
+	w, err := opts.Store.Create(ctx, loc, objstore.CreateOptions{})
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := format.WriteTrackingFile(w, p.Schema, p.Entries, format.TrackingWriteOptions{IndexUUID: p.IndexUUID}); err != nil {
+	err = format.WriteTrackingFile(w, p.Schema, p.Entries, format.TrackingWriteOptions{IndexUUID: p.IndexUUID, SnapshotID: snapID})
+	if err != nil {
 		w.Abort()
-		return fmt.Errorf("write tracking file %s: %w", loc, err)
+		return "", fmt.Errorf("write tracking file %s: %w", loc, err)
 	}
-	return w.Close()
+	return loc, w.Close()
 }
 
 func removeQuietly(ctx context.Context, opts Options, loc string) {
-	if err := objstore.Remove(ctx, opts.IOProperties, loc); err != nil {
-		opts.Logger.Warn("could not remove unreferenced tracking file", "file", loc, "err", err)
-	}
+	opts.Store.RemoveQuietly(context.WithoutCancel(ctx), opts.Logger, "unreferenced tracking file", loc)
 }
 
 // newSnapshotID picks a positive random 63-bit id not used by md.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/apache/iceberg-go"
 	"github.com/hamba/avro/v2"
@@ -26,10 +27,19 @@ import (
 //	content         "index-tracking"
 //	schema          the Iceberg schema of the entries as JSON
 //	index-uuid      the index's UUID, when the writer is given one
+//	snapshot-id     the index snapshot the file belongs to, when the writer
+//	                is given one (decimal, as Iceberg manifest lists write it)
+//
+// index-uuid and snapshot-id tie a file to the one index snapshot that
+// references it, so that a tracking file put in another's place (a partial
+// restore from a backup) is refused rather than read as the right one.
 const (
 	trackingFormatVersion = "1"
 	trackingContent       = "index-tracking"
 	trackingRecordName    = "tracking_entry"
+
+	trackingKeyIndexUUID  = "index-uuid"
+	trackingKeySnapshotID = "snapshot-id"
 )
 
 // FieldStats are the content statistics of one index field over the entries
@@ -80,8 +90,23 @@ type TrackingWriteOptions struct {
 	// tracking file found on its own can be tied to its index. Default: empty,
 	// the key is left out.
 	IndexUUID string
+	// SnapshotID is stored under the header key "snapshot-id": the index
+	// snapshot that will reference the file. Default: 0, the key is left
+	// out.
+	SnapshotID int64
 	// Codec compresses the data blocks: "deflate" or "null". Default: "deflate".
 	Codec string
+}
+
+// TrackingFile is a decoded tracking file.
+type TrackingFile struct {
+	// IndexUUID and SnapshotID are what the header says the file belongs
+	// to: "" and 0 when it does not say (files written before streamidx
+	// recorded the snapshot, or by other writers).
+	IndexUUID  string
+	SnapshotID int64
+	// Entries are the range files, in cluster order.
+	Entries []TrackingEntry
 }
 
 // WriteTrackingFile writes the entries of one index snapshot as a tracking
@@ -94,24 +119,26 @@ type TrackingWriteOptions struct {
 // or both null, and the stats struct's presence is what the spec's
 // "required" demands.
 func WriteTrackingFile(w io.Writer, s *IndexSchema, entries []TrackingEntry, opts TrackingWriteOptions) error {
-	codec := opts.Codec
-	if codec == "" {
-		codec = codecDeflate
+	if opts.Codec == "" {
+		opts.Codec = codecDeflate
 	}
-	if codec != codecDeflate && codec != codecNull {
-		return fmt.Errorf("write tracking file: codec %q is neither %q nor %q", codec, codecDeflate, codecNull)
+	if opts.Codec != codecDeflate && opts.Codec != codecNull {
+		return fmt.Errorf("write tracking file: codec %q is neither %q nor %q", opts.Codec, codecDeflate, codecNull)
+	}
+	if opts.SnapshotID < 0 {
+		return fmt.Errorf("write tracking file: snapshot id %d is negative", opts.SnapshotID)
 	}
 	if err := checkTrackingEntries(s, entries); err != nil {
 		return fmt.Errorf("write tracking file: %w", err)
 	}
-	if err := writeTrackingEntries(w, s, entries, codec, opts.IndexUUID); err != nil {
+	if err := writeTrackingEntries(w, s, entries, opts); err != nil {
 		return fmt.Errorf("write tracking file: %w", err)
 	}
 	return nil
 }
 
 // writeTrackingEntries encodes entries without checking them.
-func writeTrackingEntries(w io.Writer, s *IndexSchema, entries []TrackingEntry, codec, indexUUID string) error {
+func writeTrackingEntries(w io.Writer, s *IndexSchema, entries []TrackingEntry, opts TrackingWriteOptions) error {
 	sc, err := trackingSchema(s)
 	if err != nil {
 		return err
@@ -126,15 +153,18 @@ func writeTrackingEntries(w io.Writer, s *IndexSchema, entries []TrackingEntry, 
 	}
 	meta := map[string][]byte{
 		"avro.schema":    avroSchema,
-		"avro.codec":     []byte(codec),
+		"avro.codec":     []byte(opts.Codec),
 		"format-version": []byte(trackingFormatVersion),
 		"content":        []byte(trackingContent),
 		"schema":         icebergSchema,
 	}
-	if indexUUID != "" {
-		meta["index-uuid"] = []byte(indexUUID)
+	if opts.IndexUUID != "" {
+		meta[trackingKeyIndexUUID] = []byte(opts.IndexUUID)
 	}
-	cw, err := newAvroContainerWriter(w, meta, codec)
+	if opts.SnapshotID != 0 {
+		meta[trackingKeySnapshotID] = strconv.AppendInt(nil, opts.SnapshotID, 10)
+	}
+	cw, err := newAvroContainerWriter(w, meta, opts.Codec)
 	if err != nil {
 		return err
 	}
@@ -157,17 +187,18 @@ func writeTrackingEntries(w io.Writer, s *IndexSchema, entries []TrackingEntry, 
 // it does not know. It checks what the writer checks, including the strict
 // order of the group_max_value keys. A file that cannot be decoded or breaks
 // those rules gives a *CorruptFileError naming name; an error of r itself is
-// returned wrapped, not as corruption, so that callers may retry it.
-func ReadTrackingFile(r io.Reader, name string, s *IndexSchema) ([]TrackingEntry, error) {
+// returned wrapped, not as corruption, so that callers may retry it. Which
+// snapshot the file belongs to is for the caller to check.
+func ReadTrackingFile(r io.Reader, name string, s *IndexSchema) (*TrackingFile, error) {
 	src := &readErrRecorder{r: r}
-	entries, err := readTracking(bufio.NewReader(src), s)
+	tf, err := readTracking(bufio.NewReader(src), s)
 	if src.err != nil {
 		return nil, fmt.Errorf("read tracking file %s: %w", name, src.err)
 	}
 	if err != nil {
 		return nil, &CorruptFileError{Path: name, Err: err}
 	}
-	return entries, nil
+	return tf, nil
 }
 
 // readErrRecorder remembers an error of the underlying reader, which the
@@ -185,7 +216,7 @@ func (e *readErrRecorder) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func readTracking(br *bufio.Reader, s *IndexSchema) ([]TrackingEntry, error) {
+func readTracking(br *bufio.Reader, s *IndexSchema) (*TrackingFile, error) {
 	cr, err := newAvroContainerReader(br)
 	if err != nil {
 		return nil, err
@@ -193,6 +224,12 @@ func readTracking(br *bufio.Reader, s *IndexSchema) ([]TrackingEntry, error) {
 	for key, want := range map[string]string{"format-version": trackingFormatVersion, "content": trackingContent} {
 		if v, ok := cr.meta[key]; ok && string(v) != want {
 			return nil, fmt.Errorf("header %s is %q, not %q", key, v, want)
+		}
+	}
+	tf := &TrackingFile{IndexUUID: string(cr.meta[trackingKeyIndexUUID])}
+	if v, ok := cr.meta[trackingKeySnapshotID]; ok {
+		if tf.SnapshotID, err = strconv.ParseInt(string(v), 10, 64); err != nil || tf.SnapshotID <= 0 {
+			return nil, fmt.Errorf("header %s %q is not a snapshot id", trackingKeySnapshotID, v)
 		}
 	}
 	rawSchema, ok := cr.meta["avro.schema"]
@@ -218,14 +255,13 @@ func readTracking(br *bufio.Reader, s *IndexSchema) ([]TrackingEntry, error) {
 		return nil, err
 	}
 
-	var entries []TrackingEntry
 	types := s.ClusterTypes()
 	for blockNo := 0; ; blockNo++ {
 		// Every record holds at least a file_path, so each takes a byte, as
 		// next requires.
 		count, data, err := cr.next()
 		if err == io.EOF {
-			return entries, nil
+			return tf, nil
 		}
 		if err != nil {
 			return nil, err
@@ -238,17 +274,17 @@ func readTracking(br *bufio.Reader, s *IndexSchema) ([]TrackingEntry, error) {
 			}
 			e, err := entryFromAvro(s, m)
 			if err != nil {
-				return nil, fmt.Errorf("entry %d: %w", len(entries), err)
+				return nil, fmt.Errorf("entry %d: %w", len(tf.Entries), err)
 			}
 			if err := checkTrackingEntry(s, &e); err != nil {
-				return nil, fmt.Errorf("entry %d (%s): %w", len(entries), e.FilePath, err)
+				return nil, fmt.Errorf("entry %d (%s): %w", len(tf.Entries), e.FilePath, err)
 			}
-			if n := len(entries); n > 0 {
-				if err := checkTrackingOrder(s, types, &entries[n-1], &e, n); err != nil {
+			if n := len(tf.Entries); n > 0 {
+				if err := checkTrackingOrder(s, types, &tf.Entries[n-1], &e, n); err != nil {
 					return nil, err
 				}
 			}
-			entries = append(entries, e)
+			tf.Entries = append(tf.Entries, e)
 		}
 		if len(c.b) != 0 {
 			return nil, fmt.Errorf("block %d: %d bytes left after its %d records", blockNo, len(c.b), count)

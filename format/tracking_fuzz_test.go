@@ -19,8 +19,9 @@ func FuzzReadTrackingFile(f *testing.F) {
 	f.Add(golden)
 	f.Add(writeTracking(f, s, goldenEntries(), TrackingWriteOptions{Codec: codecNull}))
 	f.Add(writeTracking(f, s, nil, TrackingWriteOptions{}))
+	f.Add(writeTracking(f, s, goldenEntries(), TrackingWriteOptions{IndexUUID: "u", SnapshotID: 42}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		entries, err := ReadTrackingFile(bytes.NewReader(data), "fuzz.avro", s)
+		tf, err := ReadTrackingFile(bytes.NewReader(data), "fuzz.avro", s)
 		if err != nil {
 			var ce *CorruptFileError
 			if !errors.As(err, &ce) || ce.Path != "fuzz.avro" {
@@ -29,14 +30,18 @@ func FuzzReadTrackingFile(f *testing.F) {
 			return
 		}
 		var buf bytes.Buffer
-		if err := WriteTrackingFile(&buf, s, entries, TrackingWriteOptions{Codec: codecNull}); err != nil {
+		opts := TrackingWriteOptions{Codec: codecNull, IndexUUID: tf.IndexUUID, SnapshotID: tf.SnapshotID}
+		if err := WriteTrackingFile(&buf, s, tf.Entries, opts); err != nil {
 			t.Fatalf("the writer refuses entries the reader accepted: %v", err)
 		}
 		again, err := ReadTrackingFile(&buf, "again.avro", s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := diffEntries(s, again, entries); d != "" {
+		if again.IndexUUID != tf.IndexUUID || again.SnapshotID != tf.SnapshotID {
+			t.Fatalf("header read back as %q/%d, want %q/%d", again.IndexUUID, again.SnapshotID, tf.IndexUUID, tf.SnapshotID)
+		}
+		if d := diffEntries(s, again.Entries, tf.Entries); d != "" {
 			t.Fatal(d)
 		}
 	})

@@ -225,6 +225,14 @@ func diffFieldStats(typ iceberg.Type, g, w *FieldStats) string {
 	return ""
 }
 
+// trackingEntries keeps only the entries of what ReadTrackingFile returns.
+func trackingEntries(tf *TrackingFile, err error) ([]TrackingEntry, error) {
+	if err != nil {
+		return nil, err
+	}
+	return tf.Entries, nil
+}
+
 func writeTracking(t testing.TB, s *IndexSchema, entries []TrackingEntry, opts TrackingWriteOptions) []byte {
 	t.Helper()
 	var buf bytes.Buffer
@@ -241,7 +249,7 @@ func TestTrackingRoundTripEveryType(t *testing.T) {
 				s := typeSchema(t, sample.typ)
 				entries := typeEntries(sample.typ, sample.values)
 				data := writeTracking(t, s, entries, TrackingWriteOptions{Codec: codec})
-				got, err := ReadTrackingFile(bytes.NewReader(data), "round-trip.avro", s)
+				got, err := trackingEntries(ReadTrackingFile(bytes.NewReader(data), "round-trip.avro", s))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -256,7 +264,7 @@ func TestTrackingRoundTripEveryType(t *testing.T) {
 func TestTrackingRoundTripEmpty(t *testing.T) {
 	s := typeSchema(t, iceberg.PrimitiveTypes.Int64)
 	data := writeTracking(t, s, nil, TrackingWriteOptions{})
-	got, err := ReadTrackingFile(bytes.NewReader(data), "empty.avro", s)
+	got, err := trackingEntries(ReadTrackingFile(bytes.NewReader(data), "empty.avro", s))
 	if err != nil || len(got) != 0 {
 		t.Fatalf("got %d entries, %v; want none", len(got), err)
 	}
@@ -278,7 +286,7 @@ func TestTrackingManyBlocks(t *testing.T) {
 	if blocks := countBlocks(t, data); blocks < 2 {
 		t.Fatalf("%d blocks; the test needs entries spread over several", blocks)
 	}
-	got, err := ReadTrackingFile(bytes.NewReader(data), "many.avro", s)
+	got, err := trackingEntries(ReadTrackingFile(bytes.NewReader(data), "many.avro", s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,6 +373,32 @@ func collectFieldIDs(t *testing.T, node any, ids map[int]bool, named map[string]
 			ids[int(id)] = true
 			collectFieldIDs(t, fm["type"], ids, named)
 		}
+	}
+}
+
+func TestTrackingHeaderNamesItsSnapshot(t *testing.T) {
+	s := goldenSchema(t)
+	data := writeTracking(t, s, goldenEntries(), TrackingWriteOptions{IndexUUID: "3b5c6e2a", SnapshotID: 7301})
+	if got := parseHeader(t, data).meta["snapshot-id"]; got != "7301" {
+		t.Errorf("header snapshot-id = %q, want 7301", got)
+	}
+	tf, err := ReadTrackingFile(bytes.NewReader(data), "named.avro", s)
+	if err != nil || tf.IndexUUID != "3b5c6e2a" || tf.SnapshotID != 7301 || len(tf.Entries) != len(goldenEntries()) {
+		t.Fatalf("read %+v, %v; want index 3b5c6e2a, snapshot 7301", tf, err)
+	}
+	// A file that does not say (written before the key existed) reads with
+	// neither.
+	tf, err = ReadTrackingFile(bytes.NewReader(writeTracking(t, s, goldenEntries(), TrackingWriteOptions{})), "anonymous.avro", s)
+	if err != nil || tf.IndexUUID != "" || tf.SnapshotID != 0 {
+		t.Fatalf("read %+v, %v; want no index and no snapshot", tf, err)
+	}
+	bad := bytes.Replace(data, []byte("7301"), []byte("73x1"), 1)
+	_, err = ReadTrackingFile(bytes.NewReader(bad), "bad-id.avro", s)
+	if path, ok := CorruptPath(err); !IsCorruption(err) || !ok || path != "bad-id.avro" || !strings.Contains(err.Error(), "snapshot-id") {
+		t.Errorf("a snapshot-id that is no number: %v, want a corruption naming the file and the key", err)
+	}
+	if err := WriteTrackingFile(io.Discard, s, nil, TrackingWriteOptions{SnapshotID: -1}); err == nil {
+		t.Error("a negative snapshot id was written")
 	}
 }
 
@@ -552,10 +586,10 @@ func TestTrackingReaderRefusesBadEntries(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			entries := c.edit(typeEntries(str, []any{"", "a", "iceberg", "é"}))
 			var buf bytes.Buffer
-			if err := writeTrackingEntries(&buf, s, entries, codecDeflate, ""); err != nil {
+			if err := writeTrackingEntries(&buf, s, entries, TrackingWriteOptions{Codec: codecDeflate}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadTrackingFile(&buf, name, s)
+			_, err := trackingEntries(ReadTrackingFile(&buf, name, s))
 			var ce *CorruptFileError
 			if !errors.As(err, &ce) || ce.Path != name || !IsCorruption(err) {
 				t.Fatalf("error %v (%T), want a *CorruptFileError for %s", err, err, name)
@@ -601,13 +635,13 @@ func TestTrackingGarbageIsCorrupt(t *testing.T) {
 		}
 	}
 	for name, data := range cases {
-		entries, err := ReadTrackingFile(bytes.NewReader(data), "garbage.avro", s)
+		entries, err := trackingEntries(ReadTrackingFile(bytes.NewReader(data), "garbage.avro", s))
 		var ce *CorruptFileError
 		if !errors.As(err, &ce) || ce.Path != "garbage.avro" {
 			t.Errorf("%s: %d entries, error %v; want a *CorruptFileError", name, len(entries), err)
 		}
 	}
-	if got, err := ReadTrackingFile(bytes.NewReader(good[:headerEnd]), "header-only.avro", s); err != nil || len(got) != 0 {
+	if got, err := trackingEntries(ReadTrackingFile(bytes.NewReader(good[:headerEnd]), "header-only.avro", s)); err != nil || len(got) != 0 {
 		t.Errorf("header only: %d entries, %v", len(got), err)
 	}
 }
@@ -617,7 +651,7 @@ func TestTrackingReadErrorIsNotCorruption(t *testing.T) {
 	good := writeTracking(t, s, goldenEntries(), TrackingWriteOptions{})
 	failure := errors.New("connection reset")
 	r := io.MultiReader(bytes.NewReader(good[:len(good)/2]), iotest.ErrReader(failure))
-	_, err := ReadTrackingFile(r, "flaky.avro", s)
+	_, err := trackingEntries(ReadTrackingFile(r, "flaky.avro", s))
 	var ce *CorruptFileError
 	if !errors.Is(err, failure) || errors.As(err, &ce) || !strings.Contains(err.Error(), "flaky.avro") {
 		t.Fatalf("error %v, want the read failure, naming the file, not corruption", err)
@@ -674,7 +708,7 @@ func TestTrackingReadsOtherWriters(t *testing.T) {
 	if err := enc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadTrackingFile(&buf, "other-writer.avro", s)
+	got, err := trackingEntries(ReadTrackingFile(&buf, "other-writer.avro", s))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -807,7 +841,7 @@ func TestTrackingGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := ReadTrackingFile(bytes.NewReader(golden), trackingGoldenPath, s)
+	got, err := trackingEntries(ReadTrackingFile(bytes.NewReader(golden), trackingGoldenPath, s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // ErrCommitConflict is returned (wrapped) by Commit when the base metadata
@@ -66,15 +67,15 @@ type Catalog interface {
 type Option func(*options)
 
 type options struct {
-	ioProps map[string]string
-	logger  *slog.Logger
+	store  *objstore.Store
+	logger *slog.Logger
 }
 
-// WithIOProperties passes properties to iceberg-go's IO when it opens
-// storage for a metadata location, such as s3.endpoint or s3.region. The
-// default is none, which is enough for local files.
-func WithIOProperties(props map[string]string) Option {
-	return func(o *options) { o.ioProps = props }
+// WithStore sets the storage gateway metadata files are read, published
+// and deleted through, shared with the rest of the process. The default is
+// a store of its own for local files only.
+func WithStore(s *objstore.Store) Option {
+	return func(o *options) { o.store = s }
 }
 
 // WithLogger sets the logger for best-effort clean-ups that fail without
@@ -91,6 +92,9 @@ func buildOptions(opts []Option) options {
 	}
 	if o.logger == nil {
 		o.logger = slog.New(slog.DiscardHandler)
+	}
+	if o.store == nil {
+		o.store = objstore.New(objstore.Options{Logger: o.logger})
 	}
 	return o
 }

@@ -13,11 +13,11 @@ import (
 	"testing"
 
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/google/uuid"
 	_ "github.com/lib/pq"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // backend opens a catalog implementation for a test.
@@ -78,7 +78,7 @@ func openFS(t *testing.T, root string) (Catalog, Catalog, func([]string, string)
 // warehouse that may be a file:// URI.
 func warehouseLocation(warehouse string) func([]string, string) string {
 	return func(table []string, name string) string {
-		return joinLocation(warehouse, append(slices.Clone(table), "indexes", name)...)
+		return objstore.Join(warehouse, append(slices.Clone(table), "indexes", name)...)
 	}
 }
 
@@ -152,7 +152,7 @@ func addSnapshot(md *format.Metadata, id int64) {
 		SnapshotID:            id,
 		SourceTableSnapshotID: 7000 + id,
 		TimestampMs:           1764400000000 + id,
-		TrackingFile:          joinLocation(md.Location, "metadata", fmt.Sprintf("tracking-%d.avro", id)),
+		TrackingFile:          objstore.Join(md.Location, "metadata", fmt.Sprintf("tracking-%d.avro", id)),
 	})
 }
 
@@ -192,7 +192,7 @@ func exists(t *testing.T, loc string) bool {
 
 func readAt(t *testing.T, loc string) *format.Metadata {
 	t.Helper()
-	md, err := readMetadata(iceio.LocalFS{}, loc)
+	md, err := readMetadata(context.Background(), objstore.Local(), loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +366,8 @@ func TestStaleBaseConflicts(t *testing.T) {
 			if gotLoc != winLoc || !slices.Equal(snapshotIDs(got), []int64{1}) || got.LastUpdatedMs != winner.LastUpdatedMs {
 				t.Errorf("after the rejected commit the index is %s %v, want the winner %s [1]", gotLoc, snapshotIDs(got), winLoc)
 			}
-			if files := metadataFiles(t, indexLoc); !slices.Equal(files, []string{baseName(loc0), baseName(winLoc)}) &&
-				!slices.Equal(files, []string{baseName(winLoc), baseName(loc0)}) {
+			if files := metadataFiles(t, indexLoc); !slices.Equal(files, []string{objstore.Base(loc0), objstore.Base(winLoc)}) &&
+				!slices.Equal(files, []string{objstore.Base(winLoc), objstore.Base(loc0)}) {
 				t.Errorf("metadata files %q, want only the created and the winning file", files)
 			}
 		})

@@ -94,23 +94,3 @@ func previousVersionsMax(props map[string]string) (int, error) {
 	}
 	return max(n, 1), nil
 }
-
-// joinLocation appends path elements to a location that may be a URI, with
-// forward slashes whatever the operating system.
-func joinLocation(loc string, elems ...string) string {
-	return strings.TrimRight(loc, "/") + "/" + strings.Join(elems, "/")
-}
-
-// parentLocation returns the location of the directory holding loc.
-func parentLocation(loc string) string {
-	i := strings.LastIndexByte(loc, '/')
-	if i < 0 {
-		return "."
-	}
-	return loc[:i]
-}
-
-// baseName returns the last element of a location.
-func baseName(loc string) string {
-	return loc[strings.LastIndexByte(loc, '/')+1:]
-}

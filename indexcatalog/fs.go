@@ -12,9 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	iceio "github.com/apache/iceberg-go/io"
-
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // FSCatalog is the index catalog kept in the index directories themselves,
@@ -23,7 +22,7 @@ import (
 // It is safe for concurrent use, also by other processes on the same root.
 type FSCatalog struct {
 	root   string
-	fsys   iceio.IO
+	store  *objstore.Store
 	logger *slog.Logger
 	closed atomic.Bool
 }
@@ -36,16 +35,14 @@ func NewFS(root string, opts ...Option) (*FSCatalog, error) {
 		return nil, errors.New("open index catalog: empty root")
 	}
 	o := buildOptions(opts)
-	fsys, err := iceio.LoadFS(context.Background(), o.ioProps, root)
+	exclusive, err := o.store.CanCreateExclusive(context.Background(), root)
 	if err != nil {
 		return nil, fmt.Errorf("open index catalog at %s: %w", root, err)
 	}
-	_, renames := fsys.(iceio.RenameNoReplaceIO)
-	_, writes := fsys.(iceio.WriteFileIO)
-	if !renames || !writes {
-		return nil, fmt.Errorf("open index catalog at %s: %w", root, errNoConditionalCreate)
+	if !exclusive {
+		return nil, fmt.Errorf("open index catalog at %s: %w", root, objstore.ErrNoConditionalCreate)
 	}
-	return &FSCatalog{root: strings.TrimRight(root, "/"), fsys: fsys, logger: o.logger}, nil
+	return &FSCatalog{root: strings.TrimRight(root, "/"), store: o.store, logger: o.logger}, nil
 }
 
 // IndexLocation returns where the FS catalog keeps an index:
@@ -60,11 +57,11 @@ func (c *FSCatalog) IndexLocation(table []string, name string) (string, error) {
 }
 
 func (c *FSCatalog) location(id ident) string {
-	return joinLocation(c.tableLocation(append(slices.Clone(id.namespace), id.table)), "indexes", id.index)
+	return objstore.Join(c.tableLocation(append(slices.Clone(id.namespace), id.table)), "indexes", id.index)
 }
 
 func (c *FSCatalog) tableLocation(table []string) string {
-	return joinLocation(c.root, table...)
+	return objstore.Join(c.root, table...)
 }
 
 // Create implements Catalog. An empty md.Location is set to the index's
@@ -88,13 +85,13 @@ func (c *FSCatalog) Create(ctx context.Context, table []string, name string, md 
 	} else if strings.TrimRight(p.md.Location, "/") != indexLoc {
 		return "", fmt.Errorf("create index %s: metadata location %s is not the catalog's location %s", id, p.md.Location, indexLoc)
 	}
-	if _, found, err := c.current(indexLoc); err != nil {
+	if _, found, err := c.current(ctx, indexLoc); err != nil {
 		return "", fmt.Errorf("create index %s: %w", id, err)
 	} else if found {
 		return "", fmt.Errorf("create index %s: %w", id, ErrIndexExists)
 	}
 	loc := versionLocation(indexLoc, 1)
-	if err := publish(c.fsys, c.logger, loc, p.data, true); err != nil {
+	if err := c.store.Publish(ctx, loc, p.data, objstore.CreateOptions{Exclusive: true}); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			err = ErrIndexExists
 		}
@@ -114,7 +111,7 @@ func (c *FSCatalog) Load(ctx context.Context, table []string, name string) (*for
 	// The highest version can vanish between listing and reading only if the
 	// index was dropped, or if it was trimmed by later versions; list again.
 	for attempt := 0; ; attempt++ {
-		v, found, err := c.current(indexLoc)
+		v, found, err := c.current(ctx, indexLoc)
 		if err != nil {
 			return nil, "", fmt.Errorf("load index %s: %w", id, err)
 		}
@@ -122,7 +119,7 @@ func (c *FSCatalog) Load(ctx context.Context, table []string, name string) (*for
 			return nil, "", fmt.Errorf("load index %s: %w", id, ErrIndexNotFound)
 		}
 		loc := versionLocation(indexLoc, v)
-		md, err := readMetadata(c.fsys, loc)
+		md, err := readMetadata(ctx, c.store, loc)
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			continue
 		}
@@ -144,7 +141,7 @@ func (c *FSCatalog) Commit(ctx context.Context, table []string, name, base strin
 		return "", err
 	}
 	indexLoc := c.location(id)
-	cur, found, err := c.current(indexLoc)
+	cur, found, err := c.current(ctx, indexLoc)
 	if err != nil {
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
@@ -163,9 +160,9 @@ func (c *FSCatalog) Commit(ctx context.Context, table []string, name, base strin
 	if cur != baseVersion {
 		return "", fmt.Errorf("commit index %s: %w: base is version %d, current is %d", id, ErrCommitConflict, baseVersion, cur)
 	}
-	baseMd, err := readMetadata(c.fsys, base)
+	baseMd, err := readMetadata(ctx, c.store, base)
 	if errors.Is(err, fs.ErrNotExist) {
-		if cerr := c.checkBase(indexLoc, baseVersion); cerr != nil {
+		if cerr := c.checkBase(ctx, indexLoc, baseVersion); cerr != nil {
 			return "", fmt.Errorf("commit index %s: %w", id, cerr)
 		}
 	}
@@ -177,14 +174,14 @@ func (c *FSCatalog) Commit(ctx context.Context, table []string, name, base strin
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
 	loc := versionLocation(indexLoc, baseVersion+1)
-	if err := publish(c.fsys, c.logger, loc, p.data, true); err != nil {
+	if err := c.store.Publish(ctx, loc, p.data, objstore.CreateOptions{Exclusive: true}); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%w: version %d was committed by another writer", ErrCommitConflict, baseVersion+1)
 		}
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
 	if deleteTrimmed(p.md.Properties) {
-		removeQuietly(c.fsys, c.logger, "trimmed from metadata log", p.trimmed...)
+		removeQuietly(ctx, c.store, c.logger, "trimmed from metadata log", p.trimmed...)
 	}
 	p.apply(md)
 	return loc, nil
@@ -202,8 +199,8 @@ func (c *FSCatalog) List(ctx context.Context, table []string) ([]string, error) 
 	if err := checkTable(table); err != nil {
 		return nil, err
 	}
-	dir := joinLocation(c.tableLocation(table), "indexes")
-	entries, err := readDirNames(c.fsys, dir)
+	dir := objstore.Join(c.tableLocation(table), "indexes")
+	entries, err := c.store.ReadDir(ctx, dir)
 	if err != nil {
 		return nil, fmt.Errorf("list indexes of %q: %w", table, err)
 	}
@@ -212,7 +209,7 @@ func (c *FSCatalog) List(ctx context.Context, table []string) ([]string, error) 
 		if !e.IsDir() || checkName("index name", e.Name()) != nil {
 			continue
 		}
-		_, found, err := c.current(joinLocation(dir, e.Name()))
+		_, found, err := c.current(ctx, objstore.Join(dir, e.Name()))
 		if err != nil {
 			return nil, fmt.Errorf("list indexes of %q: %w", table, err)
 		}
@@ -234,7 +231,7 @@ func (c *FSCatalog) Drop(ctx context.Context, table []string, name string) error
 		return err
 	}
 	indexLoc := c.location(id)
-	versions, err := c.versions(indexLoc)
+	versions, err := c.versions(ctx, indexLoc)
 	if err != nil {
 		return fmt.Errorf("drop index %s: %w", id, err)
 	}
@@ -243,7 +240,7 @@ func (c *FSCatalog) Drop(ctx context.Context, table []string, name string) error
 	}
 	for _, v := range versions {
 		loc := versionLocation(indexLoc, v)
-		if err := c.fsys.Remove(loc); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := c.store.Remove(ctx, loc); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("drop index %s: delete %s: %w", id, loc, err)
 		}
 	}
@@ -266,8 +263,8 @@ func (c *FSCatalog) begin(ctx context.Context, table []string, name string) (ide
 	return newIdent(table, name)
 }
 
-func (c *FSCatalog) checkBase(indexLoc string, baseVersion int64) error {
-	cur, found, err := c.current(indexLoc)
+func (c *FSCatalog) checkBase(ctx context.Context, indexLoc string, baseVersion int64) error {
+	cur, found, err := c.current(ctx, indexLoc)
 	switch {
 	case err != nil:
 		return err
@@ -280,8 +277,8 @@ func (c *FSCatalog) checkBase(indexLoc string, baseVersion int64) error {
 }
 
 // current returns the highest version of an index.
-func (c *FSCatalog) current(indexLoc string) (int64, bool, error) {
-	versions, err := c.versions(indexLoc)
+func (c *FSCatalog) current(ctx context.Context, indexLoc string) (int64, bool, error) {
+	versions, err := c.versions(ctx, indexLoc)
 	if err != nil || len(versions) == 0 {
 		return 0, false, err
 	}
@@ -289,8 +286,8 @@ func (c *FSCatalog) current(indexLoc string) (int64, bool, error) {
 }
 
 // versions lists the version files of an index, in ascending order.
-func (c *FSCatalog) versions(indexLoc string) ([]int64, error) {
-	entries, err := readDirNames(c.fsys, joinLocation(indexLoc, "metadata"))
+func (c *FSCatalog) versions(ctx context.Context, indexLoc string) ([]int64, error) {
+	entries, err := c.store.ReadDir(ctx, objstore.Join(indexLoc, "metadata"))
 	if err != nil {
 		return nil, err
 	}
@@ -305,17 +302,17 @@ func (c *FSCatalog) versions(indexLoc string) ([]int64, error) {
 }
 
 func versionLocation(indexLoc string, v int64) string {
-	return joinLocation(indexLoc, "metadata", "v"+strconv.FormatInt(v, 10)+".metadata.json")
+	return objstore.Join(indexLoc, "metadata", "v"+strconv.FormatInt(v, 10)+".metadata.json")
 }
 
 // parseVersionLocation returns the version of a version file of the index
 // at indexLoc.
 func parseVersionLocation(indexLoc, loc string) (int64, bool) {
-	dir := joinLocation(indexLoc, "metadata")
-	if parentLocation(loc) != dir {
+	dir := objstore.Join(indexLoc, "metadata")
+	if objstore.Dir(loc) != dir {
 		return 0, false
 	}
-	return parseVersionName(baseName(loc))
+	return parseVersionName(objstore.Base(loc))
 }
 
 // parseVersionName accepts exactly the names versionLocation writes, so

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 func newFS(t *testing.T) *FSCatalog {
@@ -67,7 +68,7 @@ func TestFSStaleBaseAfterDeletedVersions(t *testing.T) {
 	if _, err := cat.Commit(ctx, orders, "idx", base, stale); !errors.Is(err, ErrCommitConflict) {
 		t.Errorf("commit on deleted base %s: %v, want ErrCommitConflict", base, err)
 	}
-	if got, loc, err := cat.Load(ctx, orders, "idx"); err != nil || baseName(loc) != "v5.metadata.json" || len(got.Snapshots) != 4 {
+	if got, loc, err := cat.Load(ctx, orders, "idx"); err != nil || objstore.Base(loc) != "v5.metadata.json" || len(got.Snapshots) != 4 {
 		t.Errorf("current is %s with %d snapshots (%v), want v5 with 4", loc, len(got.Snapshots), err)
 	}
 	if exists(t, filepath.Join(md.Location, "metadata", "v2.metadata.json")) {
@@ -119,7 +120,7 @@ func TestFSListSkipsDirectoriesWithoutVersions(t *testing.T) {
 }
 
 func TestNewFSRefusesStorageWithoutConditionalCreate(t *testing.T) {
-	if _, err := NewFS("mem://bucket/indexes"); !errors.Is(err, errNoConditionalCreate) {
+	if _, err := NewFS("mem://bucket/indexes"); !errors.Is(err, objstore.ErrNoConditionalCreate) {
 		t.Errorf("NewFS on mem://: %v, want the conditional-create error", err)
 	}
 }

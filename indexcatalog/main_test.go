@@ -73,6 +73,11 @@ func (gatedFS) WriteFile(name string, p []byte) error {
 	return iceio.LocalFS{}.WriteFile(gatedPath(name), p)
 }
 
+func (gatedFS) Rename(oldpath, newpath string) error {
+	gate.pass(newpath)
+	return iceio.LocalFS{}.Rename(gatedPath(oldpath), gatedPath(newpath))
+}
+
 func (gatedFS) RenameNoReplace(oldpath, newpath string) error {
 	gate.pass(newpath)
 	return iceio.LocalFS{}.RenameNoReplace(gatedPath(oldpath), gatedPath(newpath))

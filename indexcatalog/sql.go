@@ -18,6 +18,7 @@ import (
 	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // Dialect names the SQL database behind a SQLCatalog. The values are those
@@ -57,7 +58,7 @@ type SQLCatalog struct {
 	db      *sql.DB
 	dialect Dialect
 	name    string
-	io      *ioCache
+	store   *objstore.Store
 	logger  *slog.Logger
 	closed  atomic.Bool
 }
@@ -76,7 +77,7 @@ func NewSQL(ctx context.Context, db *sql.DB, dialect Dialect, catalogName string
 		catalogName = DefaultCatalogName
 	}
 	o := buildOptions(opts)
-	c := &SQLCatalog{db: db, dialect: dialect, name: catalogName, io: newIOCache(o.ioProps), logger: o.logger}
+	c := &SQLCatalog{db: db, dialect: dialect, name: catalogName, store: o.store, logger: o.logger}
 	if _, err := db.ExecContext(ctx, indexesDDL); err != nil {
 		// Two processes creating the table at once can collide on Postgres;
 		// the table then exists, which is all that is needed.
@@ -128,11 +129,7 @@ func (c *SQLCatalog) Create(ctx context.Context, table []string, name string, md
 		return "", fmt.Errorf("create index %s: %w", id, err)
 	}
 	loc := sqlMetadataLocation(p.md.Location, 0)
-	fsys, err := c.io.get(ctx, loc)
-	if err != nil {
-		return "", fmt.Errorf("create index %s: %w", id, err)
-	}
-	if err := publish(fsys, c.logger, loc, p.data, false); err != nil {
+	if err := c.store.Publish(ctx, loc, p.data, objstore.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("create index %s: %w", id, err)
 	}
 	res, err := c.exec(ctx, `INSERT INTO streamidx_indexes
@@ -143,7 +140,7 @@ func (c *SQLCatalog) Create(ctx context.Context, table []string, name string, md
 		err = wantOneRow(res, ErrIndexExists)
 	}
 	if err != nil {
-		removeQuietly(fsys, c.logger, "index not created", loc)
+		removeQuietly(ctx, c.store, c.logger, "index not created", loc)
 		return "", fmt.Errorf("create index %s: %w", id, err)
 	}
 	p.apply(md)
@@ -167,11 +164,7 @@ func (c *SQLCatalog) Load(ctx context.Context, table []string, name string) (*fo
 		if !found {
 			return nil, "", fmt.Errorf("load index %s: %w", id, ErrIndexNotFound)
 		}
-		fsys, err := c.io.get(ctx, loc)
-		if err != nil {
-			return nil, "", fmt.Errorf("load index %s: %w", id, err)
-		}
-		md, err := readMetadata(fsys, loc)
+		md, err := readMetadata(ctx, c.store, loc)
 		if errors.Is(err, fs.ErrNotExist) && attempt < 3 {
 			if now, _, cerr := c.current(ctx, id); cerr == nil && now != loc {
 				continue
@@ -201,11 +194,7 @@ func (c *SQLCatalog) Commit(ctx context.Context, table []string, name, base stri
 	if err := c.checkBase(ctx, id, base); err != nil {
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
-	baseIO, err := c.io.get(ctx, base)
-	if err != nil {
-		return "", fmt.Errorf("commit index %s: %w", id, err)
-	}
-	baseMd, err := readMetadata(baseIO, base)
+	baseMd, err := readMetadata(ctx, c.store, base)
 	if errors.Is(err, fs.ErrNotExist) {
 		// Deleted after trimming by later commits: base is stale.
 		if cerr := c.checkBase(ctx, id, base); cerr != nil {
@@ -220,11 +209,7 @@ func (c *SQLCatalog) Commit(ctx context.Context, table []string, name, base stri
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
 	loc := sqlMetadataLocation(p.md.Location, nextSQLVersion(base, len(p.md.MetadataLog)))
-	fsys, err := c.io.get(ctx, loc)
-	if err != nil {
-		return "", fmt.Errorf("commit index %s: %w", id, err)
-	}
-	if err := publish(fsys, c.logger, loc, p.data, false); err != nil {
+	if err := c.store.Publish(ctx, loc, p.data, objstore.CreateOptions{}); err != nil {
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
 	res, err := c.exec(ctx, `UPDATE streamidx_indexes SET metadata_location = ?, previous_metadata_location = ?
@@ -234,7 +219,7 @@ func (c *SQLCatalog) Commit(ctx context.Context, table []string, name, base stri
 		err = wantOneRow(res, ErrCommitConflict)
 	}
 	if err != nil {
-		removeQuietly(fsys, c.logger, "commit rejected", loc)
+		removeQuietly(ctx, c.store, c.logger, "commit rejected", loc)
 		if errors.Is(err, ErrCommitConflict) {
 			if _, found, cerr := c.current(ctx, id); cerr == nil && !found {
 				err = ErrIndexNotFound
@@ -243,11 +228,7 @@ func (c *SQLCatalog) Commit(ctx context.Context, table []string, name, base stri
 		return "", fmt.Errorf("commit index %s: %w", id, err)
 	}
 	if deleteTrimmed(p.md.Properties) {
-		for _, old := range p.trimmed {
-			if oldIO, err := c.io.get(ctx, old); err == nil {
-				removeQuietly(oldIO, c.logger, "trimmed from metadata log", old)
-			}
-		}
+		removeQuietly(ctx, c.store, c.logger, "trimmed from metadata log", p.trimmed...)
 	}
 	p.apply(md)
 	return loc, nil
@@ -388,14 +369,14 @@ func wantOneRow(res sql.Result, none error) error {
 // sqlMetadataLocation names a metadata file as Iceberg names table metadata
 // files: a zero-padded version for people, a UUID for uniqueness.
 func sqlMetadataLocation(indexLocation string, version int) string {
-	return joinLocation(indexLocation, "metadata", fmt.Sprintf("%05d-%s.metadata.json", version, uuid.NewString()))
+	return objstore.Join(indexLocation, "metadata", fmt.Sprintf("%05d-%s.metadata.json", version, uuid.NewString()))
 }
 
 // nextSQLVersion is one more than the version in base's file name. A base
 // written by another tool may carry none; the length of the metadata log is
 // then the best guess, and the UUID keeps the name unique either way.
 func nextSQLVersion(base string, logLen int) int {
-	name := baseName(base)
+	name := objstore.Base(base)
 	if i := strings.IndexByte(name, '-'); i > 0 {
 		if v, err := strconv.Atoi(name[:i]); err == nil && v >= 0 {
 			return v + 1

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 func openSQLiteDB(t *testing.T) (*SQLCatalog, func(string) *SQLCatalog) {
@@ -50,7 +52,7 @@ func TestSQLRowTracksPointerAndPrevious(t *testing.T) {
 	if catalogName != DefaultCatalogName || ns != "a.b" || tbl != "orders" || index != "idx" || current != loc1 || previous == nil || *previous != loc0 {
 		t.Errorf("row (%s, %s, %s, %s, %s, %v), want (default, a.b, orders, idx, %s, %s)", catalogName, ns, tbl, index, current, previous, loc1, loc0)
 	}
-	if name := baseName(loc1); name[:6] != "00001-" || filepath.Ext(name) != ".json" {
+	if name := objstore.Base(loc1); name[:6] != "00001-" || filepath.Ext(name) != ".json" {
 		t.Errorf("second metadata file is named %s, want 00001-<uuid>.metadata.json", name)
 	}
 }
@@ -105,7 +107,7 @@ func TestSQLSharesDatabaseWithIcebergCatalog(t *testing.T) {
 		if err := ice.CreateNamespace(ctx, table[:len(table)-1], nil); err != nil {
 			t.Fatal(err)
 		}
-		tableLoc := joinLocation(filepath.Join(dir, "warehouse"), table...)
+		tableLoc := objstore.Join(filepath.Join(dir, "warehouse"), table...)
 		if _, err := ice.CreateTable(ctx, table, schema, catalog.WithLocation(tableLoc)); err != nil {
 			t.Fatal(err)
 		}

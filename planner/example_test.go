@@ -126,11 +126,11 @@ func exampleIndexedTable(ctx context.Context, dir string) (*table.Table, *format
 		log.Fatal(err)
 	}
 	trackingFile := objstore.Join(md.Location, "metadata", "snap-1.avro")
-	w, err := objstore.Create(ctx, nil, trackingFile)
+	w, err := objstore.Local().Create(ctx, trackingFile, objstore.CreateOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := format.WriteTrackingFile(w, is, built.Entries, format.TrackingWriteOptions{}); err != nil {
+	if err := format.WriteTrackingFile(w, is, built.Entries, format.TrackingWriteOptions{IndexUUID: md.IndexUUID, SnapshotID: 1}); err != nil {
 		log.Fatal(err)
 	}
 	if err := w.Close(); err != nil {

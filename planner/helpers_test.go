@@ -66,12 +66,14 @@ func buildIndex(t testing.TB, tbl *table.Table, md *format.Metadata, snap *table
 		t.Fatal(err)
 	}
 	id := int64(len(md.Snapshots) + 1)
-	loc := objstore.Join(md.Location, "metadata", fmt.Sprintf("snap-%d.avro", id))
-	w, err := objstore.Create(ctx, nil, loc)
+	// Unique names, as flush.Publish gives them: tests define indexes of one
+	// name more than once, and decoded tracking files are cached by location.
+	loc := objstore.Join(md.Location, "metadata", fmt.Sprintf("snap-%d-%s.avro", id, md.IndexUUID))
+	w, err := objstore.Local().Create(ctx, loc, objstore.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := format.WriteTrackingFile(w, is, res.Entries, format.TrackingWriteOptions{IndexUUID: md.IndexUUID}); err != nil {
+	if err := format.WriteTrackingFile(w, is, res.Entries, format.TrackingWriteOptions{IndexUUID: md.IndexUUID, SnapshotID: id}); err != nil {
 		w.Abort()
 		t.Fatal(err)
 	}

@@ -1,22 +1,18 @@
 package planner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net/url"
-	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // ErrUnsupportedIndex is returned (wrapped, together with
@@ -39,12 +35,10 @@ var ErrCannotReconcile = errors.New("the index stores no row locations (_file, _
 
 // Options tune a Planner. The zero value selects the defaults.
 type Options struct {
-	// IOProperties are passed to iceberg-go's IO to open tracking and range
-	// files, such as s3.endpoint. Default: none.
-	IOProperties map[string]string
-	// TrackingCacheFiles is how many decoded tracking files are kept, most
-	// recently used first. Default: 32.
-	TrackingCacheFiles int
+	// Store reads tracking and range files; its cache of decoded tracking
+	// files serves every lookup through it. Default: a store for local
+	// files only.
+	Store *objstore.Store
 	// MaxKeyRanges caps the clustering-key ranges one lookup enumerates (an
 	// IN list times the values of other leading fields); beyond it the
 	// ranges cover fewer leading fields, which reads more but stays exact.
@@ -58,8 +52,8 @@ type Options struct {
 }
 
 func (o *Options) ensureDefaults() {
-	if o.TrackingCacheFiles <= 0 {
-		o.TrackingCacheFiles = 32
+	if o.Store == nil {
+		o.Store = objstore.Local()
 	}
 	if o.MaxKeyRanges <= 0 {
 		o.MaxKeyRanges = 1 << 16
@@ -73,20 +67,15 @@ func (o *Options) ensureDefaults() {
 }
 
 // Planner answers lookups through index snapshots. It is safe for
-// concurrent use; one Planner should serve a process so its tracking file
-// cache is shared.
+// concurrent use.
 type Planner struct {
-	opts  Options
-	cache *trackingCache
-
-	mu  sync.Mutex
-	fss map[string]iceio.IO // by scheme and host
+	opts Options
 }
 
 // New returns a Planner.
 func New(opts Options) *Planner {
 	opts.ensureDefaults()
-	return &Planner{opts: opts, cache: newTrackingCache(opts.TrackingCacheFiles), fss: map[string]iceio.IO{}}
+	return &Planner{opts: opts}
 }
 
 // Query is one lookup.
@@ -220,7 +209,7 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 			run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.file.FilePath())
 		}
 	}
-	if err := run.execute(ctx, snap); err != nil {
+	if err := run.execute(ctx, md, snap); err != nil {
 		run.res.Release()
 		return nil, err
 	}
@@ -259,53 +248,4 @@ func chooseSnapshot(tbl *table.Table, md *format.Metadata, target *table.Snapsho
 		s = tbl.SnapshotByID(*s.ParentSnapshotID)
 	}
 	return nil, nil, 0, fmt.Errorf("table snapshot %d: %w", target.SnapshotID, ErrNoIndexSnapshot)
-}
-
-// fs returns the IO for a location, one per scheme and host. The IO
-// outlives the call that made it, so it does not take the call's
-// cancellation.
-func (p *Planner) fs(ctx context.Context, location string) (iceio.IO, error) {
-	key := "file"
-	if u, err := url.Parse(location); err == nil && u.Scheme != "" {
-		key = u.Scheme + "://" + u.Host
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if fsys, ok := p.fss[key]; ok {
-		return fsys, nil
-	}
-	fsys, err := iceio.LoadFS(context.WithoutCancel(ctx), p.opts.IOProperties, location)
-	if err != nil {
-		return nil, fmt.Errorf("open storage for %s: %w", location, err)
-	}
-	p.fss[key] = fsys
-	return fsys, nil
-}
-
-// tracking returns the decoded tracking file at loc and the bytes read for
-// it (0 from the cache).
-func (p *Planner) tracking(ctx context.Context, loc string, is *format.IndexSchema) (*tracking, int64, error) {
-	if t, ok := p.cache.get(loc); ok {
-		return t, 0, nil
-	}
-	fsys, err := p.fs(ctx, loc)
-	if err != nil {
-		return nil, 0, err
-	}
-	f, err := fsys.Open(loc)
-	if err != nil {
-		return nil, 0, fmt.Errorf("open tracking file %s: %w", loc, err)
-	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return nil, 0, fmt.Errorf("read tracking file %s: %w", loc, err)
-	}
-	entries, err := format.ReadTrackingFile(bytes.NewReader(data), loc, is)
-	if err != nil {
-		return nil, 0, err
-	}
-	t := newTracking(is, entries)
-	p.cache.put(loc, t)
-	return t, int64(len(data)), nil
 }

@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -69,37 +67,37 @@ func (p *Planner) newRun(is *format.IndexSchema, r *resolved, limit int64) (*run
 }
 
 // execute reads the index snapshot, then the data files added after it.
-func (ru *run) execute(ctx context.Context, snap *format.Snapshot) error {
-	t, n, err := ru.p.tracking(ctx, snap.TrackingFile, ru.is)
+func (ru *run) execute(ctx context.Context, md *format.Metadata, snap *format.Snapshot) error {
+	t, n, err := ru.p.opts.Store.ReadTracking(ctx, md, snap, ru.is)
 	if err != nil {
 		return err
 	}
 	st, plan := &ru.res.Stats, &ru.res.Plan
 	st.TrackingBytesRead = n
-	st.RangeFilesTotal = len(t.entries)
+	st.RangeFilesTotal = len(t.Entries)
 	plan.Fields = fieldPlans(ru.r)
 	types := ru.is.ClusterTypes()
 
 	var ranges []keyRange
-	why := make([]int, len(t.entries))
+	why := make([]int, len(t.Entries))
 	switch {
 	case ru.r.none:
 		for i := range why {
 			why[i] = -1
 		}
-	case t.groupMax == nil:
+	case t.GroupMax == nil:
 		plan.KeyPruningOff = "a tracking entry lacks group_max_value"
 		ranges = []keyRange{{lo: keyBound{incl: true}, hi: keyBound{incl: true}}}
 	default:
 		ranges = keyRanges(ru.r, ru.p.opts.MaxKeyRanges)
-		why = chooseFiles(types, t.groupMax, ranges)
+		why = chooseFiles(types, t.GroupMax, ranges)
 	}
 	plan.KeyRanges = len(ranges)
 	for _, kr := range ranges[:min(len(ranges), maxExplainRanges)] {
 		plan.KeyRangeSample = append(plan.KeyRangeSample, formatRange(types, kr))
 	}
-	for i := range t.entries {
-		te := &t.entries[i]
+	for i := range t.Entries {
+		te := &t.Entries[i]
 		if why[i] < 0 {
 			plan.PrunedByKey++
 			continue
@@ -146,24 +144,14 @@ func (ru *run) prunedByStats(stats map[int]*format.FieldStats) (string, bool) {
 
 // readRangeFile reads the row groups of one range file that may match.
 func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *FilePlan) error {
-	fsys, err := ru.p.fs(ctx, te.FilePath)
-	if err != nil {
-		return err
-	}
-	f, err := fsys.Open(te.FilePath)
-	if err != nil {
-		return fmt.Errorf("open range file %s: %w", te.FilePath, err)
-	}
-	defer f.Close()
-	cf := &countingFile{File: f}
-	st := &ru.res.Stats
-	st.RangeFilesRead++
-	defer func() { st.BytesRead += cf.n.Load() }()
-	rf, err := format.OpenRangeFile(cf, te.FilePath, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem})
+	rf, err := ru.p.opts.Store.OpenRange(ctx, te, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem})
 	if err != nil {
 		return err
 	}
 	defer rf.Close()
+	st := &ru.res.Stats
+	st.RangeFilesRead++
+	defer func() { st.BytesRead += rf.BytesRead() }()
 	var groups []int
 	for g := range rf.NumRowGroups() {
 		rows, stats := rf.RowGroupStats(g)
@@ -193,7 +181,7 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 	}
 	ctx = compute.WithAllocator(ctx, ru.mem)
 	for _, g := range groups {
-		candidates, all, err := ru.candidateRows(rf, g)
+		candidates, all, err := ru.candidateRows(rf.RangeFileReader, g)
 		if err != nil {
 			return err
 		}
@@ -464,23 +452,4 @@ func (ru *run) addLocations(b arrow.RecordBatch) {
 		}
 		cur.Add(uint64(pos.Value(i)))
 	}
-}
-
-// countingFile counts the bytes read from a file: what a lookup costs in
-// storage reads.
-type countingFile struct {
-	iceio.File
-	n atomic.Int64
-}
-
-func (c *countingFile) ReadAt(p []byte, off int64) (int, error) {
-	n, err := c.File.ReadAt(p, off)
-	c.n.Add(int64(n))
-	return n, err
-}
-
-func (c *countingFile) Read(p []byte) (int, error) {
-	n, err := c.File.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"strings"
@@ -60,14 +59,11 @@ func newAlteredIndex(t *testing.T) *alteredIndex {
 		t.Fatal(err)
 	}
 	snap := md.CurrentSnapshot()
-	data, err := objstore.ReadFile(context.Background(), nil, snap.TrackingFile)
+	tracking, _, err := objstore.Local().ReadTracking(context.Background(), md, snap, is)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries, err := format.ReadTrackingFile(bytes.NewReader(data), snap.TrackingFile, is)
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := tracking.Entries
 	if len(entries) < 2 {
 		t.Fatalf("need several range files, got %d", len(entries))
 	}
@@ -101,7 +97,7 @@ func tamper(t *testing.T, is *format.IndexSchema, e format.TrackingEntry, suffix
 	}
 	defer r.Close()
 	outPath := strings.TrimSuffix(e.FilePath, ".parquet") + "-" + suffix + ".parquet"
-	w, err := objstore.Create(context.Background(), nil, outPath)
+	w, err := objstore.Local().Create(context.Background(), outPath, objstore.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		RangeWriterOptions: compactor.RangeWriterOptions{
 			TargetFileSize: int64(e.cfg.Build.TargetFileSize),
 			RowGroupRows:   e.cfg.Build.RowGroupRows,
-			IOProperties:   e.props,
+			Store:          e.store,
 		},
 		MemoryBudget: int64(e.cfg.Build.MemoryBudget),
 		SpillDir:     e.cfg.Build.SpillDir,
@@ -70,9 +70,9 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	s, metaLoc, err := flush.Publish(ctx, e.indexes, flush.Publication{
 		Table: id, Index: *indexName, IndexUUID: md.IndexUUID, Schema: is,
 		Entries: res.Entries, SourceSnapshotID: sourceID,
-	}, flush.Options{IOProperties: e.props, Logger: e.log})
+	}, flush.Options{Store: e.store, Logger: e.log})
 	if err != nil {
-		compactor.RemoveFiles(ctx, e.props, e.log, res.Entries)
+		compactor.RemoveFiles(ctx, e.store, e.log, res.Entries)
 		return exitError, err
 	}
 	el := time.Since(start)

@@ -22,6 +22,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // globals are the flags every command takes.
@@ -68,7 +69,7 @@ func (g *globals) config() (config.Config, error) {
 }
 
 // env is what a command works with: the configuration, a logger, the Iceberg
-// catalog and the index catalog.
+// catalog, the index catalog and the store of index files.
 type env struct {
 	cfg     config.Config
 	log     *slog.Logger
@@ -76,6 +77,7 @@ type env struct {
 	cat     catalog.Catalog
 	indexes indexcatalog.Catalog
 	props   iceberg.Properties // catalog and IO properties
+	store   *objstore.Store
 }
 
 func openEnv(ctx context.Context, g *globals) (*env, error) {
@@ -88,6 +90,7 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 		e.props[k] = v
 	}
 	e.props["warehouse"] = cfg.Catalog.Warehouse
+	e.store = objstore.New(objstore.Options{IOProperties: e.props, Logger: e.log})
 	if err := e.openCatalog(ctx); err != nil {
 		e.Close()
 		return nil, err
@@ -179,7 +182,7 @@ func ensureLocalWarehouse(warehouse string) error {
 }
 
 func (e *env) openIndexCatalog(ctx context.Context) error {
-	opts := []indexcatalog.Option{indexcatalog.WithIOProperties(e.props), indexcatalog.WithLogger(e.log)}
+	opts := []indexcatalog.Option{indexcatalog.WithStore(e.store), indexcatalog.WithLogger(e.log)}
 	switch e.cfg.Catalog.IndexCatalog {
 	case "sql":
 		dialect := indexcatalog.DialectSQLite

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 func init() {
@@ -147,10 +145,11 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 		out.Fields = append(out.Fields, f2)
 	}
 	if snap != nil {
-		entries, err := readTracking(ctx, e.props, snap.TrackingFile, is)
+		t, _, err := e.store.ReadTracking(ctx, md, snap, is)
 		if err != nil {
 			return exitError, err
 		}
+		entries := t.Entries
 		out.Tracking = &inspectTracking{SnapshotID: snap.SnapshotID, TrackingFile: snap.TrackingFile}
 		for _, te := range entries {
 			rf := inspectRangeFile{FilePath: te.FilePath, FileFormat: te.FileFormat, RecordCount: te.RecordCount,
@@ -171,14 +170,6 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 		}
 	}
 	return exitOK, printInspect(stdout, out, *asJSON)
-}
-
-func readTracking(ctx context.Context, props map[string]string, loc string, is *format.IndexSchema) ([]format.TrackingEntry, error) {
-	data, err := objstore.ReadFile(ctx, props, loc)
-	if err != nil {
-		return nil, err
-	}
-	return format.ReadTrackingFile(bytes.NewReader(data), loc, is)
 }
 
 func valueString(f format.IndexField, v any) *string {

@@ -53,7 +53,7 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	}
 	// An index of a type streamidx does not implement goes to the planner
 	// too, which says to read the table directly.
-	p := planner.New(planner.Options{IOProperties: e.props})
+	p := planner.New(planner.Options{Store: e.store})
 	res, err := p.Lookup(ctx, tbl, md, planner.Query{Where: *where, TableSnapshotID: *snapshotID, Limit: *limit})
 	if errors.Is(err, planner.ErrNoIndexSnapshot) {
 		return exitError, fmt.Errorf("index %s: %w: run streamidx build", *indexName, err)

@@ -177,10 +177,10 @@ func newDaemon(e *env, cfg config.RunConfig) (*daemon, error) {
 		u := updater.New(e.cat, e.indexes, store, id, ref.Index, updater.Options{
 			Policy: updater.Policy(cfg.Policy),
 			Range: compactor.RangeWriterOptions{
-				TargetFileSize: int64(e.cfg.Build.TargetFileSize), RowGroupRows: e.cfg.Build.RowGroupRows, IOProperties: e.props,
+				TargetFileSize: int64(e.cfg.Build.TargetFileSize), RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store,
 			},
 			MemoryBudget: int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir,
-			Expire: flush.ExpireOptions{RetainLast: cfg.RetainSnapshots, MaxAge: time.Duration(cfg.MaxSnapshotAge), IOProperties: e.props, Logger: e.log},
+			Expire: flush.ExpireOptions{RetainLast: cfg.RetainSnapshots, MaxAge: time.Duration(cfg.MaxSnapshotAge), Store: e.store, Logger: e.log},
 			Logger: e.log, Metrics: metrics,
 		})
 		key := strings.Join(id, ".")

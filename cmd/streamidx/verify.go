@@ -42,7 +42,7 @@ func runVerify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		return exitError, fmt.Errorf("index %s: %w", *indexName, err)
 	}
 	rep, err := verify.Verify(ctx, tbl, md, snap, verify.Options{
-		IOProperties: e.props, MemoryBudget: int64(e.cfg.Build.MemoryBudget) / 2, SpillDir: e.cfg.Build.SpillDir, Logger: e.log,
+		Store: e.store, MemoryBudget: int64(e.cfg.Build.MemoryBudget) / 2, SpillDir: e.cfg.Build.SpillDir, Logger: e.log,
 	})
 	if err != nil {
 		return exitError, fmt.Errorf("verify index %s: %w", *indexName, err)

@@ -2,14 +2,13 @@ package updater
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // indexResolver answers the table delta's equality-delete question through
@@ -22,7 +21,7 @@ import (
 type indexResolver struct {
 	is      *format.IndexSchema
 	entries []format.TrackingEntry
-	props   map[string]string
+	store   *objstore.Store
 	// FilesRead counts range files read, for the log.
 	filesRead int
 }
@@ -102,16 +101,7 @@ func (r *indexResolver) candidateFiles(types []iceberg.Type, prefixes []format.K
 }
 
 func (r *indexResolver) scanFile(ctx context.Context, te format.TrackingEntry, types []iceberg.Type, want map[string]bool, out map[string][]int64) error {
-	fsys, err := iceio.LoadFS(ctx, r.props, te.FilePath)
-	if err != nil {
-		return err
-	}
-	f, err := fsys.Open(te.FilePath)
-	if err != nil {
-		return fmt.Errorf("open range file %s: %w", te.FilePath, err)
-	}
-	defer f.Close()
-	rf, err := format.OpenRangeFile(f, te.FilePath, r.is, format.RangeFileReadOptions{})
+	rf, err := r.store.OpenRange(ctx, &te, r.is, format.RangeFileReadOptions{})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,6 @@
 package updater
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,7 +47,8 @@ const (
 type Options struct {
 	// Policy: every or latest. Default: every.
 	Policy Policy
-	// Range tunes range files (target size, row groups, IO properties).
+	// Range tunes range files (target size, row groups) and holds the store
+	// every index file is read and written through.
 	Range compactor.RangeWriterOptions
 	// MinFileSize: rewritten files under it are merged with a neighbour.
 	// Default: a quarter of the target size.
@@ -92,8 +92,11 @@ func New(cat catalog.Catalog, indexes indexcatalog.Catalog, store *staging.Store
 	if opts.ExpireEvery <= 0 {
 		opts.ExpireEvery = 10
 	}
-	if opts.Expire.IOProperties == nil {
-		opts.Expire.IOProperties = opts.Range.IOProperties
+	if opts.Range.Store == nil {
+		opts.Range.Store = objstore.Local()
+	}
+	if opts.Expire.Store == nil {
+		opts.Expire.Store = opts.Range.Store
 	}
 	return &Updater{cat: cat, indexes: indexes, store: store, table: tbl, index: index, opts: opts,
 		log: opts.Logger.With("table", strings.Join(tbl, "."), "index", index)}
@@ -225,7 +228,7 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 		SourceSnapshotID: snap.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: base,
 	}, u.flushOptions())
 	if err != nil {
-		compactor.RemoveFiles(ctx, u.opts.Range.IOProperties, u.log, res.Entries)
+		compactor.RemoveFiles(ctx, u.opts.Range.Store, u.log, res.Entries)
 		return err
 	}
 	u.opts.Metrics.FullBuilds.WithLabelValues(u.labels()...).Inc()
@@ -235,7 +238,7 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 
 func (u *Updater) flushOptions() flush.Options {
 	retries := u.opts.Metrics.CommitRetries.WithLabelValues(u.labels()...)
-	return flush.Options{IOProperties: u.opts.Range.IOProperties, Logger: u.opts.Logger, OnRetry: retries.Inc}
+	return flush.Options{Store: u.opts.Range.Store, Logger: u.opts.Logger, OnRetry: retries.Inc}
 }
 
 // stageName keys staged deltas by the index snapshot they apply to, so a
@@ -253,16 +256,13 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	if err != nil {
 		return err
 	}
-	data, err := objstore.ReadFile(ctx, u.opts.Range.IOProperties, cur.TrackingFile)
+	t, _, err := u.opts.Range.Store.ReadTracking(ctx, md, cur, is)
 	if err != nil {
 		return err
 	}
-	prev, err := format.ReadTrackingFile(bytes.NewReader(data), cur.TrackingFile, is)
-	if err != nil {
-		return err
-	}
+	prev := t.Entries
 	stage := u.stageName(cur)
-	resolver := &indexResolver{is: is, entries: prev, props: u.opts.Range.IOProperties}
+	resolver := &indexResolver{is: is, entries: prev, store: u.opts.Range.Store}
 	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver); err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 		SourceSnapshotID: next.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: cur.SnapshotID,
 	}, u.flushOptions())
 	if err != nil {
-		compactor.RemoveFiles(ctx, u.opts.Range.IOProperties, u.log, newFiles(prev, res.Entries))
+		compactor.RemoveFiles(ctx, u.opts.Range.Store, u.log, newFiles(prev, res.Entries))
 		if errors.Is(err, flush.ErrBaseMoved) {
 			_ = u.store.Drop(stage, next.SnapshotID)
 		}

@@ -2,16 +2,13 @@ package verify
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
 )
 
@@ -20,21 +17,19 @@ func (v *verifier) problem(msg string, args ...any) {
 }
 
 // actual adds the encoding of every entry the index holds, and checks the
-// index files against the spec on the way.
+// index files against the spec on the way. A file the store refuses as
+// corrupt (undecodable, or not the file its snapshot was written with) is a
+// problem of the index, reported with the file's name.
 func (v *verifier) actual(snap *format.Snapshot, out *staging.Sorter) error {
-	data, err := objstore.ReadFile(v.ctx, v.opts.IOProperties, snap.TrackingFile)
-	if err != nil {
-		return err
-	}
-	entries, err := format.ReadTrackingFile(bytes.NewReader(data), snap.TrackingFile, v.is)
-	var corrupt *format.CorruptFileError
-	if errors.As(err, &corrupt) {
+	t, _, err := v.opts.Store.ReadTracking(v.ctx, v.md, snap, v.is)
+	if format.IsCorruption(err) {
 		v.problem("%v", err)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
+	entries := t.Entries
 	v.report.RangeFiles = len(entries)
 	var prevMax format.Key
 	for i, te := range entries {
@@ -54,25 +49,16 @@ func (v *verifier) actual(snap *format.Snapshot, out *staging.Sorter) error {
 
 // rangeFile reads one range file, checks it and adds its entries.
 func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *staging.Sorter) error {
-	fsys, err := iceio.LoadFS(v.ctx, v.opts.IOProperties, te.FilePath)
-	if err != nil {
-		return err
-	}
-	f, err := fsys.Open(te.FilePath)
-	if err != nil {
-		v.problem("range file %d %s cannot be opened: %v", i, te.FilePath, err)
-		return nil
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size() != te.FileSizeInBytes {
-		v.problem("range file %s is %d bytes, its tracking entry says %d", te.FilePath, st.Size(), te.FileSizeInBytes)
-	}
 	if te.FileFormat != "parquet" {
 		v.problem("range file %s has file_format %q", te.FilePath, te.FileFormat)
 	}
-	r, err := format.OpenRangeFile(f, te.FilePath, v.is, format.RangeFileReadOptions{})
-	if err != nil {
+	r, err := v.opts.Store.OpenRange(v.ctx, &te, v.is, format.RangeFileReadOptions{})
+	if format.IsCorruption(err) {
 		v.problem("%v", err)
+		return nil
+	}
+	if err != nil {
+		v.problem("range file %d %s cannot be opened: %v", i, te.FilePath, err)
 		return nil
 	}
 	defer r.Close()
@@ -126,8 +112,7 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 		}
 		return nil
 	})
-	var corrupt *format.CorruptFileError
-	if errors.As(err, &corrupt) {
+	if format.IsCorruption(err) {
 		v.problem("%v", err)
 		return nil
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -194,11 +193,7 @@ func (v *verifier) livePositions(path string, live []arrow.RecordBatch) ([]int64
 // columns that the live rows also have (matched by field ID), converted to
 // the live rows' types.
 func (v *verifier) rawRowHashes(path string, liveSchema *arrow.Schema) (hashes [][16]byte, liveCols []int, err error) {
-	fsys, err := iceio.LoadFS(v.ctx, v.opts.IOProperties, path)
-	if err != nil {
-		return nil, nil, err
-	}
-	f, err := fsys.Open(path)
+	f, err := v.opts.Store.Open(v.ctx, path)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,13 +21,15 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
 )
 
 // Options tune a verification.
 type Options struct {
-	// IOProperties are passed to iceberg-go's IO. Default: none.
-	IOProperties map[string]string
+	// Store reads the index files and the table's data files. Default: a
+	// store for local files only.
+	Store *objstore.Store
 	// MemoryBudget bounds each of the two sorts. Default: 256 MiB.
 	MemoryBudget int64
 	// SpillDir holds spilled sorts. Default: the OS temp dir.
@@ -103,6 +105,9 @@ func (o *Options) ensureDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Store == nil {
+		o.Store = objstore.Local()
+	}
 }
 
 // Verify checks index snapshot snap of the index md on tbl.
@@ -118,7 +123,7 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 		return nil, fmt.Errorf("resolve index against the source schema: %w", err)
 	}
 	r := &Report{IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: source.SnapshotID}
-	v := &verifier{ctx: ctx, opts: opts, tbl: tbl, source: source, schema: schema, is: is, report: r,
+	v := &verifier{ctx: ctx, opts: opts, tbl: tbl, md: md, source: source, schema: schema, is: is, report: r,
 		ambiguous: map[string]map[int64]int64{}}
 	v.layout()
 
@@ -155,6 +160,7 @@ type verifier struct {
 	ctx    context.Context
 	opts   Options
 	tbl    *table.Table
+	md     *format.Metadata
 	source *table.Snapshot
 	schema *iceberg.Schema
 	is     *format.IndexSchema

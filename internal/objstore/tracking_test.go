@@ -1,4 +1,4 @@
-package planner
+package objstore
 
 import (
 	"fmt"
@@ -7,9 +7,9 @@ import (
 
 func TestTrackingCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 	c := newTrackingCache(2)
-	files := map[string]*tracking{}
+	files := map[string]*Tracking{}
 	for _, p := range []string{"a", "b", "c"} {
-		files[p] = &tracking{}
+		files[p] = &Tracking{}
 	}
 	c.put("a", files["a"])
 	c.put("b", files["b"])
@@ -28,5 +28,11 @@ func TestTrackingCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 	}
 	if fmt.Sprint(held) != "[a c]" {
 		t.Errorf("cache holds %v, want [a c]", held)
+	}
+	// A file decoded again (with another schema) replaces the cached one.
+	again := &Tracking{}
+	c.put("a", again)
+	if got, _ := c.get("a"); got != again {
+		t.Error("put did not replace the cached decoding of a")
 	}
 }

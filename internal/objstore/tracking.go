@@ -1,0 +1,147 @@
+package objstore
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+// Tracking is a decoded tracking file: the range files of an index
+// snapshot, ready for binary search on their clustering keys. It is shared
+// through the cache: callers must not modify it.
+type Tracking struct {
+	Entries []format.TrackingEntry
+	// GroupMax[i] is the group_max_value key of Entries[i]; nil for every
+	// entry when some entry lacks one.
+	GroupMax []format.Key
+	// Size is the size of the file in bytes.
+	Size int64
+
+	indexUUID  string // as the header says
+	snapshotID int64
+	schemaKey  string // what the entries were decoded as
+}
+
+// ReadTracking returns the tracking file of index snapshot snap of the
+// index md, decoded with is, and the bytes read for it from storage (0 when
+// the cache had it). The file must belong to that snapshot: a header naming
+// another index or another snapshot means a tracking file was put in this
+// one's place, and is refused with a corruption error naming the file.
+// Files written before streamidx named the snapshot pass on what they do
+// say. A file that cannot be decoded is a corruption too; a failure of the
+// storage is returned as it is, for the caller to retry.
+//
+// Decoded files are cached by location (they are immutable once
+// published), each with the schema it was decoded with, since an update
+// may resolve the index against a newer table schema than a lookup does.
+func (s *Store) ReadTracking(ctx context.Context, md *format.Metadata, snap *format.Snapshot, is *format.IndexSchema) (*Tracking, int64, error) {
+	loc := snap.TrackingFile
+	key := schemaKey(is)
+	if t, ok := s.tracking.get(loc); ok && t.schemaKey == key {
+		return t, 0, t.check(loc, md, snap)
+	}
+	data, err := s.ReadFile(ctx, loc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read tracking file of index snapshot %d: %w", snap.SnapshotID, err)
+	}
+	tf, err := format.ReadTrackingFile(bytes.NewReader(data), loc, is)
+	if err != nil {
+		return nil, 0, err
+	}
+	t := &Tracking{Entries: tf.Entries, GroupMax: make([]format.Key, len(tf.Entries)), Size: int64(len(data)),
+		indexUUID: tf.IndexUUID, snapshotID: tf.SnapshotID, schemaKey: key}
+	for i := range t.Entries {
+		k, ok := t.Entries[i].GroupMaxKey(is)
+		if !ok {
+			t.GroupMax = nil
+			break
+		}
+		t.GroupMax[i] = k
+	}
+	if err := t.check(loc, md, snap); err != nil {
+		return nil, 0, err
+	}
+	s.tracking.put(loc, t)
+	return t, int64(len(data)), nil
+}
+
+// check refuses a tracking file whose header names another index or
+// another snapshot than the one that references it.
+func (t *Tracking) check(loc string, md *format.Metadata, snap *format.Snapshot) error {
+	if t.indexUUID != "" && t.indexUUID != md.IndexUUID {
+		return format.MarkCorruption(loc, fmt.Errorf("the tracking file belongs to index %s, not to index %s that references it: "+
+			"another index's file was put in its place", t.indexUUID, md.IndexUUID))
+	}
+	if t.snapshotID != 0 && t.snapshotID != snap.SnapshotID {
+		return format.MarkCorruption(loc, fmt.Errorf("the tracking file belongs to index snapshot %d, not to snapshot %d that references it: "+
+			"another snapshot's file was put in its place", t.snapshotID, snap.SnapshotID))
+	}
+	return nil
+}
+
+// schemaKey names what decoding a tracking file depends on: the index
+// fields' IDs and types and the cluster order.
+func schemaKey(is *format.IndexSchema) string {
+	var b strings.Builder
+	for _, f := range is.Fields() {
+		fmt.Fprintf(&b, "%d:%s,", f.ID, f.Type)
+	}
+	b.WriteByte('|')
+	for _, f := range is.ClusterFields() {
+		fmt.Fprintf(&b, "%d,", f.ID)
+	}
+	return b.String()
+}
+
+// trackingCache keeps the most recently used decoded tracking files. They
+// are immutable, so an entry is valid as long as its location is; the bound
+// is a number of files. It is safe for concurrent use.
+type trackingCache struct {
+	mu    sync.Mutex
+	max   int
+	order *list.List // of *cacheItem, most recent first
+	items map[string]*list.Element
+}
+
+type cacheItem struct {
+	location string
+	t        *Tracking
+}
+
+func newTrackingCache(max int) *trackingCache {
+	return &trackingCache{max: max, order: list.New(), items: map[string]*list.Element{}}
+}
+
+func (c *trackingCache) get(location string) (*Tracking, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[location]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*cacheItem).t, true
+}
+
+// put adds t, replacing what the cache holds for its location (decoded
+// with another schema).
+func (c *trackingCache) put(location string, t *Tracking) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[location]; ok {
+		el.Value.(*cacheItem).t = t
+		c.order.MoveToFront(el)
+		return
+	}
+	c.items[location] = c.order.PushFront(&cacheItem{location: location, t: t})
+	for c.order.Len() > c.max {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.items, last.Value.(*cacheItem).location)
+	}
+}
