@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/extsort"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/tablescan"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // BuildOptions tune a full build.
@@ -50,19 +50,6 @@ type BuildResult struct {
 	Scan    tablescan.Stats
 }
 
-// SnapshotSchema returns the schema of a table snapshot (the current schema
-// when the snapshot does not name one it has).
-func SnapshotSchema(tbl *table.Table, snap *table.Snapshot) *iceberg.Schema {
-	if snap != nil && snap.SchemaID != nil {
-		for _, s := range tbl.Metadata().Schemas() {
-			if s.ID == *snap.SchemaID {
-				return s
-			}
-		}
-	}
-	return tbl.Schema()
-}
-
 // FullBuild indexes every live row of snapshot snap and writes the range
 // files under dir. It does not commit: the caller publishes the entries.
 // On error, files it finished are deleted.
@@ -74,15 +61,15 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	opts.RangeWriterOptions.ensureDefaults()
-	schema := SnapshotSchema(tbl, snap)
+	schema := lineage.SnapshotSchema(tbl, snap)
 	is, err := format.NewIndexSchema(md, schema)
 	if err != nil {
 		return nil, fmt.Errorf("resolve index against table schema: %w", err)
 	}
-	codec := staging.NewEntryCodec(is)
+	codec := format.NewEntryCodec(is)
 	// Half the budget holds records; the rest is Arrow batches, Parquet row
 	// groups and the garbage collector's headroom.
-	sorter := staging.NewSorter(opts.SpillDir, opts.MemoryBudget/2, opts.Logger)
+	sorter := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget/2, opts.Logger)
 	defer sorter.Close()
 
 	prog := BuildProgress{Phase: "scan"}

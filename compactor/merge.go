@@ -14,11 +14,10 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // Delta streams the mutations of one sealed delta, in staging-key order: for
-// each, the staging key (staging.EntryCodec.AppendKey of the entry), the
+// each, the staging key (format.EntryCodec.AppendKey of the entry), the
 // encoded entry (EntryCodec.AppendValue, every EntrySchema field, the
 // non-materialized ones included) and a signed count: +n inserts n copies of
 // the entry, -n deletes n copies. Equal keys may repeat; their counts add
@@ -136,7 +135,7 @@ type merger struct {
 	is    *format.IndexSchema
 	opts  MergeOptions
 	dir   string
-	codec *staging.EntryCodec
+	codec *format.EntryCodec
 	prev  []format.TrackingEntry
 
 	groupMax     []format.Key // of prev, by index
@@ -169,7 +168,7 @@ type merger struct {
 }
 
 func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEntry, dir string, opts MergeOptions) (*merger, error) {
-	m := &merger{ctx: ctx, is: is, opts: opts, dir: dir, prev: prev, codec: staging.NewEntryCodec(is),
+	m := &merger{ctx: ctx, is: is, opts: opts, dir: dir, prev: prev, codec: format.NewEntryCodec(is),
 		clusterTypes: is.ClusterTypes(), fields: is.Fields()}
 	for i, e := range prev {
 		k, ok := e.GroupMaxKey(is)

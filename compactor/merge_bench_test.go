@@ -12,7 +12,6 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/objstore"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // The merge benchmarks use a primary-key index (id; _file and _pos
@@ -92,7 +91,7 @@ func newBenchIndex(b *testing.B) *benchIndex {
 // upserts encodes, in staging-key order, a delete and an insert for each
 // changed row.
 func (x *benchIndex) upserts(b *testing.B, changed []int64) []deltaRecord {
-	codec := staging.NewEntryCodec(x.is)
+	codec := format.NewEntryCodec(x.is)
 	var recs []deltaRecord
 	for _, i := range changed {
 		for _, m := range []struct {

@@ -16,12 +16,13 @@ import (
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/extsort"
 	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/tablescan"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/internal/verify"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // mergeHistory commits appends, deletes (position deletes or deletion
@@ -65,10 +66,10 @@ var mergeDefinitions = []string{
 
 // snapshotEntries adds the staging records of every live row of snap to s,
 // each value prefixed with side.
-func snapshotEntries(t *testing.T, tbl *table.Table, snap *table.Snapshot, is *format.IndexSchema, side byte, s *staging.Sorter) {
+func snapshotEntries(t *testing.T, tbl *table.Table, snap *table.Snapshot, is *format.IndexSchema, side byte, s *extsort.Sorter) {
 	t.Helper()
-	schema := SnapshotSchema(tbl, snap)
-	codec := staging.NewEntryCodec(is)
+	schema := lineage.SnapshotSchema(tbl, snap)
+	codec := format.NewEntryCodec(is)
 	columns, err := tablescan.TopLevelColumns(schema, is.SourceFieldIDs())
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ type deltaRecord struct {
 // one of to.
 func expectedDelta(t *testing.T, tbl *table.Table, from, to *table.Snapshot, is *format.IndexSchema) []deltaRecord {
 	t.Helper()
-	s := staging.NewSorter(t.TempDir(), 1<<20, nil)
+	s := extsort.NewSorter(t.TempDir(), 1<<20, nil)
 	defer s.Close()
 	snapshotEntries(t, tbl, from, is, 0, s)
 	snapshotEntries(t, tbl, to, is, 1, s)
@@ -209,7 +210,7 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 					prev, reused := built.Entries, 0
 					for i := 1; i < len(snaps); i++ {
 						from, to := tbl.SnapshotByID(snaps[i-1]), tbl.SnapshotByID(snaps[i])
-						is, err := format.NewIndexSchema(md, SnapshotSchema(tbl, to))
+						is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, to))
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -17,7 +17,6 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // mergeFixture is an index schema and a directory of range files built
@@ -25,13 +24,13 @@ import (
 type mergeFixture struct {
 	t     *testing.T
 	is    *format.IndexSchema
-	codec *staging.EntryCodec
+	codec *format.EntryCodec
 	dir   string // file:// URI
 	opts  MergeOptions
 }
 
 func newMergeFixture(t *testing.T, is *format.IndexSchema) *mergeFixture {
-	return &mergeFixture{t: t, is: is, codec: staging.NewEntryCodec(is), dir: "file://" + filepath.ToSlash(t.TempDir()),
+	return &mergeFixture{t: t, is: is, codec: format.NewEntryCodec(is), dir: "file://" + filepath.ToSlash(t.TempDir()),
 		opts: MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 16, BatchRows: 16}, MinFileSize: 1}}
 }
 

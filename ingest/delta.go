@@ -18,10 +18,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/apache/iceberg-go/table/dv"
 
-	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/tablescan"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // Sink receives the mutations of a table delta: an index entry (its values
@@ -105,7 +104,7 @@ func ComputeDelta(ctx context.Context, tbl *table.Table, old, snap *table.Snapsh
 		return DeltaStats{}, fmt.Errorf("open table io: %w", err)
 	}
 	d := &delta{
-		ctx: ctx, tbl: tbl, fs: fs, is: is, codec: staging.NewEntryCodec(is), opts: opts, sink: sink,
+		ctx: ctx, tbl: tbl, fs: fs, is: is, codec: format.NewEntryCodec(is), opts: opts, sink: sink,
 		resolved: map[string]*resolution{},
 	}
 	if d.old, err = d.openSide(old); err != nil {
@@ -147,7 +146,7 @@ type delta struct {
 	tbl      *table.Table
 	fs       iceio.IO
 	is       *format.IndexSchema
-	codec    *staging.EntryCodec
+	codec    *format.EntryCodec
 	opts     DeltaOptions
 	sink     Sink
 	old, new *side
@@ -156,7 +155,7 @@ type delta struct {
 }
 
 func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
-	s := &side{snap: snap, schema: compactor.SnapshotSchema(d.tbl, snap)}
+	s := &side{snap: snap, schema: lineage.SnapshotSchema(d.tbl, snap)}
 	if snap != nil {
 		var err error
 		if s.manifests, err = snap.Manifests(d.fs); err != nil {
@@ -681,7 +680,7 @@ func (c *rowCursor) advance() error {
 func (c *rowCursor) pos() int64 { return c.batch.pos.Value(c.i) }
 
 // load reads the current row's entry and its encoding.
-func (c *rowCursor) load(codec *staging.EntryCodec) error {
+func (c *rowCursor) load(codec *format.EntryCodec) error {
 	c.row = codec.Row(c.row, c.batch.entries, c.i)
 	var err error
 	c.val, err = codec.AppendValue(c.val[:0], c.row)

@@ -18,7 +18,6 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/tablescan"
 	"github.com/streamidx/streamidx/internal/testtables"
-	"github.com/streamidx/streamidx/staging"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -102,7 +101,7 @@ func testIndexes(t *testing.T) []testIndex {
 // by a full scan, keyed by the encoding of all entry values.
 func fullEntries(t *testing.T, tbl *table.Table, snap *table.Snapshot, is *format.IndexSchema) map[string]int {
 	t.Helper()
-	codec := staging.NewEntryCodec(is)
+	codec := format.NewEntryCodec(is)
 	columns, err := tablescan.TopLevelColumns(tbl.Schema(), is.SourceFieldIDs())
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +130,7 @@ func fullEntries(t *testing.T, tbl *table.Table, snap *table.Snapshot, is *forma
 	return out
 }
 
-func describe(t *testing.T, codec *staging.EntryCodec, enc string) string {
+func describe(t *testing.T, codec *format.EntryCodec, enc string) string {
 	t.Helper()
 	k, err := codec.DecodeValue([]byte(enc))
 	if err != nil {
@@ -150,7 +149,7 @@ func checkDelta(t *testing.T, tbl *table.Table, old, snap *table.Snapshot, index
 	t.Helper()
 	out := map[string]DeltaStats{}
 	for _, ix := range indexes {
-		codec := staging.NewEntryCodec(ix.is)
+		codec := format.NewEntryCodec(ix.is)
 		got := fullEntries(t, tbl, old, ix.is)
 		if old == nil {
 			got = map[string]int{}

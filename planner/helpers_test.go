@@ -16,6 +16,7 @@ import (
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/tablescan"
 )
@@ -61,7 +62,7 @@ func buildIndex(t testing.TB, tbl *table.Table, md *format.Metadata, snap *table
 	if err != nil {
 		t.Fatalf("build: %v", err)
 	}
-	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, snap))
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
@@ -170,7 +170,7 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	if err != nil {
 		return nil, err
 	}
-	target, err := tableSnapshot(tbl, q.TableSnapshotID)
+	target, err := lineage.Snapshot(tbl, q.TableSnapshotID)
 	if err != nil {
 		return nil, err
 	}
@@ -178,12 +178,12 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	if err != nil {
 		return nil, err
 	}
-	sourceSchema := compactor.SnapshotSchema(tbl, source)
+	sourceSchema := lineage.SnapshotSchema(tbl, source)
 	is, err := format.NewIndexSchema(md, sourceSchema)
 	if err != nil {
 		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, source.SnapshotID, err)
 	}
-	targetSchema := compactor.SnapshotSchema(tbl, target)
+	targetSchema := lineage.SnapshotSchema(tbl, target)
 	r, err := resolve(pred, is, targetSchema, sourceSchema)
 	if err != nil {
 		return nil, err
@@ -216,36 +216,14 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	return run.res, nil
 }
 
-// tableSnapshot returns the table snapshot with the given id, or the
-// current one for 0.
-func tableSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
-	if id == 0 {
-		if s := tbl.CurrentSnapshot(); s != nil {
-			return s, nil
-		}
-		return nil, fmt.Errorf("table %s has no snapshot yet", tbl.Identifier())
-	}
-	if s := tbl.SnapshotByID(id); s != nil {
-		return s, nil
-	}
-	return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
-}
-
 // chooseSnapshot walks from the target table snapshot to its ancestors and
 // returns the newest index snapshot built for one of them, that table
 // snapshot and how many commits lie between it and the target.
 func chooseSnapshot(tbl *table.Table, md *format.Metadata, target *table.Snapshot) (*format.Snapshot, *table.Snapshot, int, error) {
-	behind := 0
-	// A parent chain is at most as long as the table's snapshot list; the
-	// bound keeps corrupt metadata with a cycle from looping.
-	for s := target; s != nil && behind <= len(tbl.Metadata().Snapshots()); behind++ {
+	for behind, s := range lineage.Ancestors(tbl, target) {
 		if snaps := md.SnapshotsForSource(s.SnapshotID); len(snaps) > 0 {
 			return snaps[0], s, behind, nil
 		}
-		if s.ParentSnapshotID == nil {
-			break
-		}
-		s = tbl.SnapshotByID(*s.ParentSnapshotID)
 	}
 	return nil, nil, 0, fmt.Errorf("table snapshot %d: %w", target.SnapshotID, ErrNoIndexSnapshot)
 }

@@ -102,7 +102,7 @@ type StageRef struct {
 //	0x01 | index | 0x00 | source snapshot ID (8 bytes, big-endian) | entry key | entry value
 //
 // and their values are the count (signed varint) and the entry key's length
-// (uvarint). The entry key (EntryCodec.AppendKey) is an order-preserving,
+// (uvarint). The entry key (format.EntryCodec.AppendKey) is an order-preserving,
 // self-delimiting encoding, so a stage's keys sort in cluster order; the
 // entry value follows it because the key alone need not identify an entry
 // (a materialized value outside the clustering key, identity and location
@@ -346,7 +346,7 @@ type Stager struct {
 }
 
 // Add stages one mutation: count copies of an entry (negative: deletes).
-// entryKey is its EntryCodec key and entryValue its encoded values; both
+// entryKey is its format.EntryCodec key and entryValue its encoded values; both
 // are copied. Counts of identical entries add up.
 func (st *Stager) Add(entryKey, entryValue []byte, count int) error {
 	if st.done {

@@ -64,7 +64,7 @@ func mustAdd(t *testing.T, st *Stager, key, value []byte, count int) {
 
 // storeTestIndex is an index of identity id and a materialized
 // truncate(2, name), clustered by id.
-func storeTestIndex(t *testing.T) *EntryCodec {
+func storeTestIndex(t *testing.T) *format.EntryCodec {
 	t.Helper()
 	src := iceberg.NewSchema(0,
 		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
@@ -76,10 +76,10 @@ func storeTestIndex(t *testing.T) *EntryCodec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewEntryCodec(is)
+	return format.NewEntryCodec(is)
 }
 
-func encodeEntry(t *testing.T, c *EntryCodec, e format.Key) (key, value []byte) {
+func encodeEntry(t *testing.T, c *format.EntryCodec, e format.Key) (key, value []byte) {
 	t.Helper()
 	key, err := c.AppendKey(nil, e)
 	if err != nil {

@@ -10,10 +10,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
@@ -54,7 +54,7 @@ func newAlteredIndex(t *testing.T) *alteredIndex {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, tbl.CurrentSnapshot()))
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, tbl.CurrentSnapshot()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,10 @@ import (
 	"runtime/debug"
 	"time"
 
-	"github.com/apache/iceberg-go/table"
-
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
@@ -40,7 +39,7 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if err != nil {
 		return exitError, err
 	}
-	snap, err := sourceSnapshot(tbl, *snapshotID)
+	snap, err := lineage.Snapshot(tbl, *snapshotID)
 	if err != nil {
 		return exitError, err
 	}
@@ -62,7 +61,7 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if err != nil {
 		return exitError, fmt.Errorf("build index %s: %w", *indexName, err)
 	}
-	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, snap))
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
 	if err != nil {
 		return exitError, err
 	}
@@ -80,22 +79,6 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	fmt.Fprintf(stdout, "%d entries in %d range files (%s) in %s (%.0f rows/s)\nmetadata: %s\n",
 		res.Rows, len(res.Entries), humanBytes(res.Bytes), el.Round(time.Millisecond), float64(res.Rows)/el.Seconds(), metaLoc)
 	return exitOK, nil
-}
-
-// sourceSnapshot returns the table snapshot with the given id, or the
-// current one for 0.
-func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
-	if id == 0 {
-		if s := tbl.CurrentSnapshot(); s != nil {
-			return s, nil
-		}
-		return nil, fmt.Errorf("table %s has no snapshot to index yet", tbl.Identifier())
-	}
-	s := tbl.SnapshotByID(id)
-	if s == nil {
-		return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
-	}
-	return s, nil
 }
 
 // limitMemory makes the Go runtime collect garbage before the heap grows

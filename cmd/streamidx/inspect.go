@@ -14,8 +14,8 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
 )
 
 func init() {
@@ -124,11 +124,11 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 		out.CurrentSnapshot = &md.CurrentSnapshot().SnapshotID
 		sourceSnap = tbl.SnapshotByID(snap.SourceTableSnapshotID)
 	}
-	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, sourceSnap))
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, sourceSnap))
 	if err != nil {
 		return exitError, err
 	}
-	schema := compactor.SnapshotSchema(tbl, sourceSnap)
+	schema := lineage.SnapshotSchema(tbl, sourceSnap)
 	columnName := func(id int) string {
 		if n, _, ok := format.MetadataColumn(id); ok {
 			return n

@@ -28,6 +28,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/ingest"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
 )
@@ -35,7 +36,7 @@ import (
 // Policy says which source snapshots get an index snapshot.
 type Policy string
 
-// Alignment policies (ARCHITECTURE.md decision 6).
+// Alignment policies: which source snapshots the index keeps pace with.
 const (
 	// PolicyEvery publishes one index snapshot per source snapshot.
 	PolicyEvery Policy = "every"
@@ -159,8 +160,8 @@ func (u *Updater) stepOnce(ctx context.Context, props map[string]string) (publis
 		u.opts.Metrics.SnapshotsBehind.WithLabelValues(u.labels()...).Set(0)
 		return false, true, nil
 	}
-	chain := ancestry(tbl, target, cur.SourceTableSnapshotID)
-	if chain == nil {
+	chain, ok := lineage.Since(tbl, target, cur.SourceTableSnapshotID)
+	if !ok {
 		u.log.Info("index snapshot is not an ancestor of the table's current snapshot: full build",
 			"index_source", cur.SourceTableSnapshotID, "table_snapshot", target.SnapshotID)
 		return true, false, u.fullBuild(ctx, tbl, md, target, props)
@@ -185,27 +186,6 @@ func (u *Updater) stepOnce(ctx context.Context, props map[string]string) (publis
 	return true, false, nil
 }
 
-// ancestry returns the snapshots after ancestor up to target, oldest first,
-// or nil when ancestor is not an ancestor of target (a rollback, or expired
-// history).
-func ancestry(tbl *table.Table, target *table.Snapshot, ancestor int64) []*table.Snapshot {
-	var chain []*table.Snapshot
-	for s := target; s != nil; {
-		if s.SnapshotID == ancestor {
-			for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
-				chain[i], chain[j] = chain[j], chain[i]
-			}
-			return chain
-		}
-		chain = append(chain, s)
-		if s.ParentSnapshotID == nil {
-			return nil
-		}
-		s = tbl.SnapshotByID(*s.ParentSnapshotID)
-	}
-	return nil
-}
-
 func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *table.Snapshot, props map[string]string) error {
 	began := time.Now()
 	dir := objstore.Join(md.Location, "data")
@@ -215,7 +195,7 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 	if err != nil {
 		return fmt.Errorf("full build for source snapshot %d: %w", snap.SnapshotID, err)
 	}
-	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, snap))
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
 	if err != nil {
 		return err
 	}
@@ -252,7 +232,7 @@ var errStopIteration = errors.New("stop")
 func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, next *table.Snapshot, props map[string]string) error {
 	began := time.Now()
 	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
-	is, err := format.NewIndexSchema(md, compactor.SnapshotSchema(tbl, next))
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, next))
 	if err != nil {
 		return err
 	}
@@ -322,7 +302,7 @@ func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format
 	if err != nil {
 		return err
 	}
-	codec := staging.NewEntryCodec(is)
+	codec := format.NewEntryCodec(is)
 	var k, v []byte
 	stats, err := ingest.ComputeDelta(ctx, tbl, base, next, is, ingest.DeltaOptions{Equality: eq}, func(entry format.Key, count int) error {
 		var err error

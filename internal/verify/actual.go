@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/staging"
+	"github.com/streamidx/streamidx/internal/extsort"
 )
 
 func (v *verifier) problem(msg string, args ...any) {
@@ -20,7 +20,7 @@ func (v *verifier) problem(msg string, args ...any) {
 // index files against the spec on the way. A file the store refuses as
 // corrupt (undecodable, or not the file its snapshot was written with) is a
 // problem of the index, reported with the file's name.
-func (v *verifier) actual(snap *format.Snapshot, out *staging.Sorter) error {
+func (v *verifier) actual(snap *format.Snapshot, out *extsort.Sorter) error {
 	t, _, err := v.opts.Store.ReadTracking(v.ctx, v.md, snap, v.is)
 	if format.IsCorruption(err) {
 		v.problem("%v", err)
@@ -48,7 +48,7 @@ func (v *verifier) actual(snap *format.Snapshot, out *staging.Sorter) error {
 }
 
 // rangeFile reads one range file, checks it and adds its entries.
-func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *staging.Sorter) error {
+func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *extsort.Sorter) error {
 	if te.FileFormat != "parquet" {
 		v.problem("range file %s has file_format %q", te.FilePath, te.FileFormat)
 	}

@@ -15,13 +15,13 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/staging"
+	"github.com/streamidx/streamidx/internal/extsort"
 )
 
 const fieldIDKey = "PARQUET:field_id"
 
 // expected adds the encoding of every entry the index must hold.
-func (v *verifier) expected(out *staging.Sorter) error {
+func (v *verifier) expected(out *extsort.Sorter) error {
 	scan := v.tbl.Scan(table.WithSnapshotID(v.source.SnapshotID))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(v.ctx)
@@ -36,7 +36,7 @@ func (v *verifier) expected(out *staging.Sorter) error {
 	return nil
 }
 
-func (v *verifier) expectedFile(scan *table.Scan, task table.FileScanTask, out *staging.Sorter) error {
+func (v *verifier) expectedFile(scan *table.Scan, task table.FileScanTask, out *extsort.Sorter) error {
 	_, recs, err := scan.ReadTasks(v.ctx, []table.FileScanTask{task})
 	if err != nil {
 		return err

@@ -21,8 +21,9 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/extsort"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
-	"github.com/streamidx/streamidx/staging"
 )
 
 // Options tune a verification.
@@ -117,7 +118,7 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 	if source == nil {
 		return nil, fmt.Errorf("source table snapshot %d of index snapshot %d is not in the table (expired?)", snap.SourceTableSnapshotID, snap.SnapshotID)
 	}
-	schema := snapshotSchema(tbl, source)
+	schema := lineage.SnapshotSchema(tbl, source)
 	is, err := format.NewIndexSchema(md, schema)
 	if err != nil {
 		return nil, fmt.Errorf("resolve index against the source schema: %w", err)
@@ -127,12 +128,12 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 		ambiguous: map[string]map[int64]int64{}}
 	v.layout()
 
-	expected := staging.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
+	expected := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer expected.Close()
 	if err := v.expected(expected); err != nil {
 		return nil, err
 	}
-	actual := staging.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
+	actual := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer actual.Close()
 	if err := v.actual(snap, actual); err != nil {
 		return nil, err
@@ -142,17 +143,6 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 		return nil, err
 	}
 	return r, nil
-}
-
-func snapshotSchema(tbl *table.Table, snap *table.Snapshot) *iceberg.Schema {
-	if snap.SchemaID != nil {
-		for _, s := range tbl.Metadata().Schemas() {
-			if s.ID == *snap.SchemaID {
-				return s
-			}
-		}
-	}
-	return tbl.Schema()
 }
 
 // verifier carries one verification.
@@ -219,7 +209,7 @@ func (v *verifier) describe(enc []byte) string {
 }
 
 // compare merges the two sorted multisets.
-func (v *verifier) compare(expected, actual *staging.Sorter) error {
+func (v *verifier) compare(expected, actual *extsort.Sorter) error {
 	nextE, stopE := iter.Pull(sorted(expected))
 	defer stopE()
 	nextA, stopA := iter.Pull(sorted(actual))
@@ -276,7 +266,7 @@ func firstErr(e, a sortedRec, okE, okA bool) error {
 }
 
 // sorted yields the keys of a sorter in order, each a copy.
-func sorted(s *staging.Sorter) iter.Seq[sortedRec] {
+func sorted(s *extsort.Sorter) iter.Seq[sortedRec] {
 	return func(yield func(sortedRec) bool) {
 		errStop := errors.New("stop")
 		err := s.Iterate(func(k, _ []byte) error {

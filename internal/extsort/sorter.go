@@ -1,4 +1,9 @@
-package staging
+// Package extsort sorts byte records by key within a memory budget, as an
+// external merge sort with S2-compressed runs on disk: the full build sorts
+// index entries with it, and verify sorts the expected and actual entries.
+//
+// Concurrency: a Sorter belongs to one goroutine.
+package extsort
 
 import (
 	"bufio"

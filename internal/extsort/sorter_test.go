@@ -1,24 +1,12 @@
-package staging
+package extsort
 
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 )
-
-func TestMain(m *testing.M) {
-	if dir := os.Getenv(crashEnv); dir != "" {
-		err := crashChild(dir)
-		fmt.Fprintln(os.Stderr, "crash child:", err)
-		os.Exit(1)
-	}
-	goleak.VerifyTestMain(m)
-}
 
 func sortAndCollect(t *testing.T, budget int64, keys [][]byte) (got [][]byte, spilled bool) {
 	t.Helper()

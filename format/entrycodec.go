@@ -1,20 +1,21 @@
-package staging
+package format
 
 import (
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-
-	"github.com/streamidx/streamidx/format"
 )
 
-// EntryCodec turns index entries into staging records and back. A record's
-// key is the order-preserving encoding of the clustering key, then the
-// identity values, then the row location when the index stores one, so the
-// byte order of keys is the spec's cluster order and entries of one
-// clustering key sort by identity. Its value is the encoding of every entry
-// field in EntrySchema order.
+// EntryCodec is the encoding of index entries as byte records, which the
+// staging store keeps, the full build sorts and the merge reads (README.md,
+// "Entry records"). A record's key is the order-preserving encoding
+// (AppendKey in key.go) of the clustering key, then the identity values,
+// then the row location when the index stores one, so the byte order of
+// keys is the spec's cluster order and entries of one clustering key sort by
+// identity. Its value is the encoding of every entry field in EntrySchema
+// order, so that an entry is its whole value even when the key does not
+// identify it.
 type EntryCodec struct {
 	types    []iceberg.Type // every entry field, EntrySchema order
 	keyPos   []int          // positions of the key's fields: cluster, identity, location
@@ -23,7 +24,7 @@ type EntryCodec struct {
 }
 
 // NewEntryCodec returns the codec of an index's entries.
-func NewEntryCodec(s *format.IndexSchema) *EntryCodec {
+func NewEntryCodec(s *IndexSchema) *EntryCodec {
 	c := &EntryCodec{}
 	pos := map[int]int{}
 	for i, f := range s.Fields() {
@@ -39,12 +40,12 @@ func NewEntryCodec(s *format.IndexSchema) *EntryCodec {
 	}
 	c.nCluster = len(c.keyPos)
 	for _, f := range s.Fields() {
-		if f.Kind == format.KindIdentity {
+		if f.Kind == KindIdentity {
 			add(f.ID)
 		}
 	}
 	for _, f := range s.Fields() {
-		if r, ok := f.Expr.(format.Ref); ok && f.Kind == format.KindMaterialized && format.IsLocationField(r.ID) {
+		if r, ok := f.Expr.(Ref); ok && f.Kind == KindMaterialized && IsLocationField(r.ID) {
 			add(f.ID)
 		}
 	}
@@ -52,19 +53,19 @@ func NewEntryCodec(s *format.IndexSchema) *EntryCodec {
 }
 
 // Row reads row i of an entry batch (ArrowSchema(EntrySchema)) as values.
-func (c *EntryCodec) Row(dst format.Key, rec arrow.RecordBatch, i int) format.Key {
+func (c *EntryCodec) Row(dst Key, rec arrow.RecordBatch, i int) Key {
 	dst = dst[:0]
 	for col, t := range c.types {
-		dst = append(dst, format.ValueAtAs(t, rec.Column(col), i))
+		dst = append(dst, ValueAtAs(t, rec.Column(col), i))
 	}
 	return dst
 }
 
 // AppendKey appends the staging key of an entry.
-func (c *EntryCodec) AppendKey(dst []byte, entry format.Key) ([]byte, error) {
+func (c *EntryCodec) AppendKey(dst []byte, entry Key) ([]byte, error) {
 	var err error
 	for i, p := range c.keyPos {
-		if dst, err = format.AppendValueKey(dst, c.keyTypes[i], entry[p]); err != nil {
+		if dst, err = AppendValueKey(dst, c.keyTypes[i], entry[p]); err != nil {
 			return nil, fmt.Errorf("encode entry key: %w", err)
 		}
 	}
@@ -72,8 +73,8 @@ func (c *EntryCodec) AppendKey(dst []byte, entry format.Key) ([]byte, error) {
 }
 
 // AppendValue appends the encoding of all of an entry's values.
-func (c *EntryCodec) AppendValue(dst []byte, entry format.Key) ([]byte, error) {
-	out, err := format.AppendKey(dst, c.types, entry)
+func (c *EntryCodec) AppendValue(dst []byte, entry Key) ([]byte, error) {
+	out, err := AppendKey(dst, c.types, entry)
 	if err != nil {
 		return nil, fmt.Errorf("encode entry: %w", err)
 	}
@@ -81,8 +82,8 @@ func (c *EntryCodec) AppendValue(dst []byte, entry format.Key) ([]byte, error) {
 }
 
 // DecodeValue reads an entry encoded by AppendValue.
-func (c *EntryCodec) DecodeValue(data []byte) (format.Key, error) {
-	k, rest, err := format.DecodeKey(data, c.types)
+func (c *EntryCodec) DecodeValue(data []byte) (Key, error) {
+	k, rest, err := DecodeKey(data, c.types)
 	if err != nil {
 		return nil, fmt.Errorf("decode staged entry: %w", err)
 	}
@@ -93,7 +94,7 @@ func (c *EntryCodec) DecodeValue(data []byte) (format.Key, error) {
 }
 
 // ClusterKey returns the clustering key of an entry (a view, not a copy).
-func (c *EntryCodec) ClusterKey(dst format.Key, entry format.Key) format.Key {
+func (c *EntryCodec) ClusterKey(dst Key, entry Key) Key {
 	dst = dst[:0]
 	for _, p := range c.keyPos[:c.nCluster] {
 		dst = append(dst, entry[p])

@@ -1,0 +1,80 @@
+// Package lineage answers the questions every part of streamidx asks about
+// a table's snapshot history: which snapshot an id means, which schema a
+// snapshot was written with, and how two snapshots are related through
+// their parent chain. The parent-chain walks are iceberg-go's own
+// (table.AncestorsOf, AncestorsBetween, IsAncestorOf): they keep the
+// snapshots they visited and stop at a cycle, so corrupt table metadata
+// whose parent chain loops ends a walk instead of hanging it.
+//
+// Concurrency: the functions only read the table's metadata.
+package lineage
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+)
+
+// Snapshot returns the table snapshot with the given id, or the table's
+// current snapshot for 0.
+func Snapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
+	if id == 0 {
+		if s := tbl.CurrentSnapshot(); s != nil {
+			return s, nil
+		}
+		return nil, fmt.Errorf("table %s has no snapshot yet", tbl.Identifier())
+	}
+	if s := tbl.SnapshotByID(id); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
+}
+
+// SnapshotSchema returns the schema a table snapshot was written with: the
+// one its schema-id names, else (no snapshot, a v1 snapshot without one, or
+// a schema no longer kept) the table's current schema.
+func SnapshotSchema(tbl *table.Table, snap *table.Snapshot) *iceberg.Schema {
+	if snap != nil && snap.SchemaID != nil {
+		for _, s := range tbl.Metadata().Schemas() {
+			if s.ID == *snap.SchemaID {
+				return s
+			}
+		}
+	}
+	return tbl.Schema()
+}
+
+// Ancestors returns head and its ancestors, newest first, as far as the
+// table's metadata keeps them.
+func Ancestors(tbl *table.Table, head *table.Snapshot) []*table.Snapshot {
+	return pointers(table.AncestorsOf(head.SnapshotID, tbl.SnapshotByID))
+}
+
+// Since returns the snapshots after base up to head, oldest first, and
+// whether base is an ancestor of head at all (it is not after a rollback,
+// or when history between them expired). head == base gives none.
+func Since(tbl *table.Table, head *table.Snapshot, base int64) ([]*table.Snapshot, bool) {
+	between, found := table.AncestorsBetween(head.SnapshotID, base, tbl.SnapshotByID)
+	if !found {
+		return nil, false
+	}
+	out := pointers(between)
+	slices.Reverse(out)
+	return out, true
+}
+
+// IsAncestor reports whether snapshot snap is head or one of head's
+// ancestors.
+func IsAncestor(tbl *table.Table, head, snap int64) bool {
+	return table.IsAncestorOf(head, snap, tbl.SnapshotByID)
+}
+
+func pointers(snaps []table.Snapshot) []*table.Snapshot {
+	out := make([]*table.Snapshot, len(snaps))
+	for i := range snaps {
+		out[i] = &snaps[i]
+	}
+	return out
+}

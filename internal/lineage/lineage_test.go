@@ -1,0 +1,124 @@
+package lineage
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+// history appends three times and returns the table and its snapshot ids,
+// oldest first.
+func history(t *testing.T) (*table.Table, []int64) {
+	cat, _ := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	var ids []int64
+	for i := range 3 {
+		tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(i*10, i*10+10, 0)...)
+		ids = append(ids, tbl.CurrentSnapshot().SnapshotID)
+	}
+	return tbl, ids
+}
+
+func idsOf(snaps []*table.Snapshot) []int64 {
+	out := []int64{}
+	for _, s := range snaps {
+		out = append(out, s.SnapshotID)
+	}
+	return out
+}
+
+func TestLinearHistory(t *testing.T) {
+	tbl, ids := history(t)
+	head := tbl.CurrentSnapshot()
+	if got := idsOf(Ancestors(tbl, head)); fmt.Sprint(got) != fmt.Sprint([]int64{ids[2], ids[1], ids[0]}) {
+		t.Errorf("Ancestors = %v, want newest first %v", got, ids)
+	}
+	since, ok := Since(tbl, head, ids[0])
+	if !ok || fmt.Sprint(idsOf(since)) != fmt.Sprint(ids[1:]) {
+		t.Errorf("Since(first) = %v, %t; want %v oldest first", idsOf(since), ok, ids[1:])
+	}
+	if since, ok := Since(tbl, head, head.SnapshotID); !ok || len(since) != 0 {
+		t.Errorf("Since(head) = %v, %t; want none", idsOf(since), ok)
+	}
+	if _, ok := Since(tbl, tbl.SnapshotByID(ids[0]), ids[2]); ok {
+		t.Error("a later snapshot counts as an ancestor of an earlier one")
+	}
+	if !IsAncestor(tbl, ids[2], ids[0]) || !IsAncestor(tbl, ids[2], ids[2]) || IsAncestor(tbl, ids[0], ids[2]) {
+		t.Error("IsAncestor is wrong on a linear history")
+	}
+	if s, err := Snapshot(tbl, 0); err != nil || s.SnapshotID != ids[2] {
+		t.Errorf("Snapshot(0) = %v, %v; want the current one", s, err)
+	}
+	if _, err := Snapshot(tbl, 42); err == nil {
+		t.Error("Snapshot of an unknown id succeeded")
+	}
+}
+
+func TestSnapshotSchemaFollowsSchemaChanges(t *testing.T) {
+	tbl, ids := history(t)
+	tbl = testtables.UpdateSchema(t, tbl, func(u *table.UpdateSchema) {
+		u.AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil)
+	})
+	tbl, _ = testtables.Append(t, tbl, append(testtables.OrderRow(99, 0), "n"))
+	if _, ok := SnapshotSchema(tbl, tbl.SnapshotByID(ids[0])).FindFieldByName("note"); ok {
+		t.Error("the schema of a snapshot before the change has the new column")
+	}
+	if _, ok := SnapshotSchema(tbl, tbl.CurrentSnapshot()).FindFieldByName("note"); !ok {
+		t.Error("the schema of a snapshot after the change lacks the new column")
+	}
+	if SnapshotSchema(tbl, nil).ID != tbl.Schema().ID {
+		t.Error("no snapshot should give the current schema")
+	}
+}
+
+// TestCyclicParentChainEnds gives the oldest snapshot the newest as its
+// parent, as corrupt metadata could: every walk must end.
+func TestCyclicParentChainEnds(t *testing.T) {
+	tbl, ids := history(t)
+	data, err := json.Marshal(tbl.Metadata())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Snapshot ids do not fit a float64: keep them as written.
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var raw map[string]any
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range raw["snapshots"].([]any) {
+		if s := s.(map[string]any); s["snapshot-id"].(json.Number).String() == fmt.Sprint(ids[0]) {
+			s["parent-snapshot-id"] = ids[2]
+		}
+	}
+	if data, err = json.Marshal(raw); err != nil {
+		t.Fatal(err)
+	}
+	meta, err := table.ParseMetadataBytes(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cyclic := table.New(tbl.Identifier(), meta, tbl.MetadataLocation(), nil, nil)
+	if p := cyclic.SnapshotByID(ids[0]).ParentSnapshotID; p == nil || *p != ids[2] {
+		t.Fatal("the parent chain is not cyclic")
+	}
+	head := cyclic.CurrentSnapshot()
+	if got := Ancestors(cyclic, head); len(got) != 3 {
+		t.Errorf("Ancestors on a cycle = %v, want each snapshot once", idsOf(got))
+	}
+	if _, ok := Since(cyclic, head, 12345); ok {
+		t.Error("an unknown base counts as an ancestor on a cycle")
+	}
+	if IsAncestor(cyclic, head.SnapshotID, 12345) {
+		t.Error("an unknown snapshot counts as an ancestor on a cycle")
+	}
+	if since, ok := Since(cyclic, head, ids[0]); !ok || len(since) != 2 {
+		t.Errorf("Since(first) on a cycle = %v, %t; want the two snapshots after it", idsOf(since), ok)
+	}
+}
