@@ -2,7 +2,7 @@
 // name) to the location of the index's current metadata file, and the atomic
 // compare-and-swap that commits a new metadata file on top of the one a
 // writer started from (Index Spec, "Commits and Concurrency"). It also owns
-// the writing of metadata files and the metadata log that each commit keeps.
+// the metadata files themselves and the metadata log that each commit keeps.
 //
 // Two implementations share the Catalog interface:
 //
@@ -19,9 +19,11 @@
 //     done with link(2) on a local file system; object stores would need
 //     If-None-Match, which is not implemented, so NewFS refuses them.
 //
-// Metadata files are immutable and uniquely named. On a local file system
-// they are written to a temporary name, fsynced, published under their final
-// name without replacing anything, and their directory is fsynced; elsewhere
+// Metadata files are immutable and uniquely named, and are read, published
+// and deleted through the process's storage gateway (internal/objstore). On
+// a local file system they are written to a temporary name, fsynced,
+// published under their final name (by the FS catalog without replacing
+// anything: that is its commit) and their directory is fsynced; elsewhere
 // they are written with one iceberg-go IO put.
 //
 // Concurrency: every catalog is safe for use by many goroutines, and many

@@ -15,6 +15,10 @@
 // committed since. An index type the planner does not implement is
 // refused with ErrUnsupportedIndex, telling the caller to read the table.
 //
-// Concurrency: a Planner is safe for concurrent use; decoded tracking files
-// are cached by path, since they are immutable.
+// The predicate language is predicate*.go: the syntax tree and parser, and
+// the conversion of literals to the column's type.
+//
+// Concurrency: a Planner is safe for concurrent use. Index files are read
+// through the objstore.Store in Options, whose cache of decoded tracking
+// files every lookup of the process shares.
 package planner

@@ -72,6 +72,9 @@ func exampleIndexedTable(ctx context.Context, dir string) (*table.Table, *format
 	if err != nil {
 		log.Fatal(err)
 	}
+	// Lookups read the table's files, not the catalog: it closes once the
+	// table is written.
+	defer cat.(*sqlcat.Catalog).Close()
 	if err := cat.CreateNamespace(ctx, table.Identifier{"shop"}, nil); err != nil {
 		log.Fatal(err)
 	}

@@ -1,11 +1,13 @@
-// Package staging holds mutations of index entries (inserts and deletes)
-// between their arrival and their compaction, in a Pebble LSM keyed by the
-// order-preserving encoding of the clustering key followed by the entry's
-// identity and location, so that Pebble's order is the spec's cluster order.
-// Mutations are sealed per source snapshot; a sealed delta streams out in key
-// order. Staging survives kill -9: what was acknowledged is on disk. It also
-// sorts the entries of a full build, spilling beyond a memory budget.
+// Package staging keeps table deltas durably between their computation and
+// their merge into range files: a Pebble database with a write-ahead log,
+// one per process. A stage is the delta of one source snapshot on top of one
+// index snapshot; its mutations are entry records (format.EntryCodec) with
+// signed counts, keyed so that Pebble's order is the spec's cluster order,
+// and identical entries' counts are summed by a merge operator. A stage is
+// sealed once its delta is complete and then streams out in key order; what
+// Seal acknowledged survives kill -9, and stages still open at start are
+// abandoned and recomputed (format/README.md has the key layout).
 //
-// Concurrency: writers append through one batch at a time; sealed deltas are
-// read by the compactor while new mutations arrive.
+// Concurrency: a Store is safe for concurrent use; a Stager belongs to one
+// goroutine, and sealed stages are read while new ones are written.
 package staging

@@ -10,7 +10,8 @@ import (
 
 // OrdersSchema is the schema of the orders fixture tables: a key, a
 // nullable customer, text, a double with every special value, a
-// timestamptz and a decimal.
+// timestamptz and a decimal. The synthetic table of measurements and the
+// demo is another one, workload.Schema.
 var OrdersSchema = iceberg.NewSchema(0,
 	iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64},

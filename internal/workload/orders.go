@@ -21,8 +21,10 @@ import (
 	"github.com/apache/iceberg-go/table"
 )
 
-// OrdersSchema is the schema of the orders table.
-var OrdersSchema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
+// Schema is the schema of the synthetic orders table: keyed by order_id,
+// with the columns a CDC-shaped table has. It differs from the edge-value
+// fixture testtables.OrdersSchema, which tests use.
+var Schema = iceberg.NewSchemaWithIdentifiers(0, []int{1},
 	iceberg.NestedField{ID: 1, Name: "order_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 	iceberg.NestedField{ID: 2, Name: "customer_id", Type: iceberg.PrimitiveTypes.Int64, Required: true},
 	iceberg.NestedField{ID: 3, Name: "status", Type: iceberg.PrimitiveTypes.String},
@@ -40,7 +42,7 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 const Customers = 1_000_000
 
 // Order returns the values of order id in its version v (v > 0 are updates),
-// in OrdersSchema order.
+// in Schema order.
 func Order(id int64, version int, seed uint64) []any {
 	r := rand.New(rand.NewPCG(seed^uint64(id)*0x9E3779B97F4A7C15, uint64(version)))
 	// a skewed customer distribution: a few customers place many orders
@@ -60,10 +62,10 @@ func Order(id int64, version int, seed uint64) []any {
 }
 
 // Batches yields record batches of orders [from, to) in version v, batch
-// rows at a time, in OrdersSchema's Arrow form (with field IDs). Each batch
+// rows at a time, in Schema's Arrow form (with field IDs). Each batch
 // belongs to the consumer, which releases it (array.ReaderFromIter does).
 func Batches(mem memory.Allocator, ids func(i int64) int64, from, to int64, version int, seed uint64, batch int) (*arrow.Schema, iter.Seq2[arrow.RecordBatch, error]) {
-	sc, err := table.SchemaToArrowSchema(OrdersSchema, nil, true, false)
+	sc, err := table.SchemaToArrowSchema(Schema, nil, true, false)
 	if err != nil {
 		return nil, func(yield func(arrow.RecordBatch, error) bool) { yield(nil, err) }
 	}
@@ -115,7 +117,7 @@ func CreateOrders(ctx context.Context, cat catalog.Catalog, ident table.Identifi
 		return nil, fmt.Errorf("load table %v: %w", ident, err)
 	}
 	props := iceberg.Properties{table.PropertyFormatVersion: fmt.Sprint(formatVersion)}
-	tbl, err = cat.CreateTable(ctx, ident, OrdersSchema, catalog.WithProperties(props))
+	tbl, err = cat.CreateTable(ctx, ident, Schema, catalog.WithProperties(props))
 	if err != nil {
 		return nil, fmt.Errorf("create table %v: %w", ident, err)
 	}

@@ -1,0 +1,10 @@
+package ingest
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests if they leave goroutines behind: the table delta pulls from coroutines (iter.Pull) and the notifier runs a Kafka client.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
