@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // mergeFixture is an index schema and a directory of range files built
@@ -181,7 +181,7 @@ func (x *mergeFixture) check(entries []format.TrackingEntry) []string {
 	var all []format.Key
 	var prevMax format.Key
 	for _, te := range entries {
-		rows := x.readFile(te.FilePath)
+		rows := x.readFile(te)
 		if int64(len(rows)) != te.RecordCount || len(rows) == 0 {
 			x.t.Fatalf("%s holds %d entries, its tracking entry says %d", te.FilePath, len(rows), te.RecordCount)
 		}
@@ -206,14 +206,9 @@ func (x *mergeFixture) check(entries []format.TrackingEntry) []string {
 }
 
 // readFile returns the entries of a range file (non-materialized fields nil).
-func (x *mergeFixture) readFile(path string) []format.Key {
+func (x *mergeFixture) readFile(te format.TrackingEntry) []format.Key {
 	x.t.Helper()
-	f, err := os.Open(strings.TrimPrefix(path, "file://"))
-	if err != nil {
-		x.t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := format.OpenRangeFile(f, path, x.is, format.RangeFileReadOptions{})
+	r, err := objstore.Local().OpenRange(context.Background(), &te, x.is, format.RangeFileReadOptions{})
 	if err != nil {
 		x.t.Fatal(err)
 	}
@@ -398,7 +393,7 @@ func TestMergeDeletingAFileEntirelyDropsIt(t *testing.T) {
 	x := newMergeFixture(t, testIndexSchema(t))
 	base := evenRows(400)
 	prev := x.write(512, base...)
-	victim := x.readFile(prev[2].FilePath)
+	victim := x.readFile(prev[2])
 	var muts []mut
 	for _, r := range victim {
 		muts = append(muts, mut{r, -1})

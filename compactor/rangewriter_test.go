@@ -2,7 +2,6 @@ package compactor
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 func testIndexSchema(t *testing.T) *format.IndexSchema {
@@ -30,14 +30,9 @@ func testIndexSchema(t *testing.T) *format.IndexSchema {
 	return is
 }
 
-func readRangeFile(t *testing.T, is *format.IndexSchema, path string) []format.Key {
+func readRangeFile(t *testing.T, is *format.IndexSchema, te format.TrackingEntry) []format.Key {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := format.OpenRangeFile(f, path, is, format.RangeFileReadOptions{})
+	r, err := objstore.Local().OpenRange(context.Background(), &te, is, format.RangeFileReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +76,7 @@ func TestRangeWriterSplitsOnlyAtKeyChanges(t *testing.T) {
 	var total int64
 	var prevLast any
 	for i, e := range entries {
-		rows := readRangeFile(t, is, filepath.Join(dir, filepath.Base(e.FilePath)))
+		rows := readRangeFile(t, is, e)
 		if int64(len(rows)) != e.RecordCount {
 			t.Errorf("file %d: %d rows, tracking says %d", i, len(rows), e.RecordCount)
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 
@@ -86,12 +85,7 @@ func (a *alteredIndex) publish(t *testing.T, entries []format.TrackingEntry) {
 // its tracking entry.
 func tamper(t *testing.T, is *format.IndexSchema, e format.TrackingEntry, suffix string, change func(rec arrow.RecordBatch) arrow.RecordBatch) format.TrackingEntry {
 	t.Helper()
-	f, err := os.Open(strings.TrimPrefix(e.FilePath, "file://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	r, err := format.OpenRangeFile(f, e.FilePath, is, format.RangeFileReadOptions{})
+	r, err := objstore.Local().OpenRange(context.Background(), &e, is, format.RangeFileReadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
