@@ -23,8 +23,8 @@ import (
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/config"
-	"github.com/streamidx/streamidx/internal/updater"
 	"github.com/streamidx/streamidx/staging"
+	"github.com/streamidx/streamidx/updater"
 )
 
 func init() {
