@@ -8,6 +8,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/format"
 )
 
@@ -28,7 +29,7 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		return exitError, err
 	}
 	defer e.Close()
-	id, err := parseTable(*tableName)
+	id, err := config.ParseTable(*tableName)
 	if err != nil {
 		return exitError, err
 	}
