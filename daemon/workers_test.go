@@ -80,6 +80,13 @@ func TestSlowIndexDoesNotHoldBackAFastOne(t *testing.T) {
 	if v, err := metric(body, "streamidx_ingest_notifications_pending"); err != nil || v != strconv.Itoa(len(sources)) {
 		t.Errorf("streamidx_ingest_notifications_pending = %q (%v), want %d", v, err, len(sources))
 	}
+	// And /metrics says how far behind each index is, now.
+	for index, want := range map[string]int{"pk": 0, "by_customer": len(sources)} {
+		sample := `streamidx_flush_snapshots_behind{index="` + index + `",table="test.orders"}`
+		if v, err := metric(body, sample); err != nil || v != strconv.Itoa(want) {
+			t.Errorf("%s = %q (%v), want %d", sample, v, err, want)
+		}
+	}
 	if got := h.committed(0); got > 0 {
 		t.Errorf("offset %d committed while by_customer covers none of the notified snapshots", got)
 	}
