@@ -75,27 +75,24 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, cfg config.Config
 		byTable: map[string][]*worker{}, slots: make(chan struct{}, rc.MaxParallelUpdates), now: time.Now,
 		stop: make(chan struct{}), runDone: make(chan struct{})}
 	d.ledger = newLedger(d.byTable, func(*kgo.Record) {})
-	if reg != nil {
-		if err := d.metrics.register(reg, newBehindCollector(d)); err != nil {
-			return nil, fmt.Errorf("register metrics: %w", err)
-		}
-	}
 	store, err := staging.OpenStore(rc.StageDir, staging.StoreOptions{Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	d.store = store
-	if err := updater.Recover(store, log); err != nil {
+	fail := func(err error) (*Daemon, error) {
 		store.Close()
 		return nil, err
+	}
+	if err := updater.Recover(store, log); err != nil {
+		return fail(err)
 	}
 	io := cfg.IOProperties()
 	seen := map[string]bool{}
 	for _, ref := range rc.Indexes {
 		id, err := config.ParseTable(ref.Table)
 		if err != nil {
-			store.Close()
-			return nil, err
+			return fail(err)
 		}
 		name := strings.Join(id, ".")
 		if seen[name+"/"+ref.Index] {
@@ -116,11 +113,15 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, cfg config.Config
 		d.byTable[name] = append(d.byTable[name], w)
 		d.metrics.halted.WithLabelValues(name, ref.Index).Set(0)
 	}
+	if reg != nil {
+		if err := d.metrics.register(reg, newBehindCollector(d)); err != nil {
+			return fail(fmt.Errorf("register metrics: %w", err))
+		}
+	}
 	if addr := rc.HTTP; addr != "" && addr != "none" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			store.Close()
-			return nil, fmt.Errorf("listen on %s: %w", addr, err)
+			return fail(fmt.Errorf("listen on %s: %w", addr, err))
 		}
 		d.listener = ln
 	}
@@ -226,6 +227,15 @@ func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 	d.started = true
 	d.mu.Unlock()
 	defer close(d.runDone)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-d.stop: // Close ends RunOnce too
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var out []OnceResult
 	for _, w := range d.workers {
 		began := time.Now()
@@ -238,8 +248,9 @@ func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 	return out, nil
 }
 
-// Close ends a running Run (as if its context ended) and waits for it, then
-// closes the staging store and the HTTP listener. It is idempotent.
+// Close ends a running Run or RunOnce (as if its context ended) and waits
+// for it, then closes the staging store and the HTTP listener. It is
+// idempotent.
 func (d *Daemon) Close() error {
 	d.mu.Lock()
 	if d.closed {

@@ -90,6 +90,7 @@ func (l *ledger) add(rec *kgo.Record, n ingest.Notification, decodeErr error, no
 	default:
 		nt.served = true
 		wake = l.byTable[n.Table]
+		l.complete(nt) // done at once when every worker of the table is halted
 	}
 	tp := topicPartition{rec.Topic, rec.Partition}
 	l.parts[tp] = append(l.parts[tp], nt)

@@ -120,6 +120,9 @@ func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error
 		}
 		st, err := w.upd.Step(ctx, d.ledger.propsFor(w))
 		<-d.slots
+		if ctx.Err() != nil {
+			return published, ctx.Err() // shutting down: an abandoned update is no failure
+		}
 		d.metrics.observe(w, st, err)
 		if st.Table != nil {
 			d.ledger.cover(w, st.Table, st.IndexedSnapshotID)
@@ -145,6 +148,6 @@ func (d *Daemon) halt(w *worker, err error) {
 	if path, ok := format.CorruptPath(err); ok {
 		attrs = append(attrs, "file", path)
 	}
-	d.log.Error("index halted: retrying cannot fix this error; the other indexes keep running. Repair or rebuild the index, then restart", attrs...)
+	d.log.Error("index halted: retrying cannot fix this error; the other indexes keep running", attrs...)
 	d.ledger.settle(w.table)
 }

@@ -17,8 +17,8 @@ import (
 // cluster fields are the equality fields and it stores row locations, the
 // rows a delete may remove are found by binary search on the tracking
 // file's group_max_value keys and a read of the range files that can hold
-// them, instead of reading every older data file (the fast path of
-// ARCHITECTURE.md decision 1).
+// them, instead of reading every older data file (the equality-delete fast
+// path the README's daemon section describes).
 type indexResolver struct {
 	is      *format.IndexSchema
 	entries []format.TrackingEntry

@@ -8,8 +8,8 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/config"
 )
 
 func init() {
