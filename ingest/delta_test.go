@@ -13,15 +13,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"go.uber.org/goleak"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/tablescan"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/staging"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const (
 	fieldID   = 1
