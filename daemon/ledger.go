@@ -62,7 +62,7 @@ type topicPartition struct {
 // Concurrency: every method is safe for concurrent use.
 type ledger struct {
 	byTable map[string][]*worker // fixed at start
-	mark    func(*kgo.Record)    // makes rec.Offset+1 its partition's offset to commit
+	mark    func(*kgo.Record)    // makes rec.Offset+1 its partition's offset to commit; set by Run before use
 
 	mu    sync.Mutex
 	parts map[topicPartition][]*note

@@ -9,7 +9,8 @@ import (
 // Stats say what one Step did. The daemon turns them into metrics.
 type Stats struct {
 	// Aligned is true when the index covers the table's current snapshot
-	// after the step: there is nothing more to do until the table changes.
+	// (as the step loaded it) after the step: there is nothing more to do
+	// until the table changes.
 	Aligned bool
 	// Table is the table as the step loaded it; nil when loading failed.
 	Table *table.Table

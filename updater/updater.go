@@ -131,6 +131,8 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 		st.Aligned = true
 		return nil
 	}
+	// Published up to the table's current snapshot: nothing more to do.
+	defer func() { st.Aligned = st.Aligned || st.IndexedSnapshotID == target.SnapshotID }()
 	if cur == nil {
 		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
