@@ -1,12 +1,18 @@
-// Package ingest turns the outside world into deltas of source snapshots. It
-// consumes the two Kafka feeds (commit notifications: streamidx's native JSON
-// record or the Iceberg Kafka Connect control topic; change events: Debezium
-// envelopes or native JSON rows), polls the catalog when there is no commit
-// topic, and computes the table delta of a source snapshot from its manifests:
-// added and removed data files, position deletes, deletion vectors and
-// equality deletes, resolved to the index entries they add or remove.
-// Records it cannot decode go to a dead-letter topic with the reason.
+// Package ingest turns what changed in a source table into index entry
+// mutations, and decodes the records of the feeds that announce changes. It
+// does no Kafka I/O and keeps no metrics: the daemon's consumer reads the
+// commit topic and hands each record to DecodeNotification, and callers turn
+// the DeltaStats that ComputeDelta returns into whatever they count.
 //
-// Concurrency: a consumer is one goroutine started by Run(ctx); deltas are
-// handed to staging in source-commit order per table.
+// ComputeDelta is the table delta of a source snapshot, computed from its
+// manifests against an earlier snapshot: entries of added data files, of
+// removed ones, and of rows whose position deletes, deletion vectors or
+// equality deletes changed (equality deletes by the spec's sequence-number
+// and partition rules, resolved through an index when an EqualityResolver
+// can, else by reading the candidate data files). DecodeNotification reads
+// streamidx's native commit notification and refuses anything else, so the
+// transport can send it to a dead-letter topic with the reason.
+//
+// Concurrency: ComputeDelta runs in the calling goroutine and calls its sink
+// from it; calls on distinct inputs may run in parallel.
 package ingest

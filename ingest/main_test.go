@@ -6,5 +6,6 @@ import (
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package's tests if they leave goroutines behind: the table delta pulls from coroutines (iter.Pull) and the notifier runs a Kafka client.
+// TestMain fails the package's tests if they leave goroutines behind: the
+// table delta pulls from coroutines (iter.Pull).
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/streamidx/streamidx/compactor"
-	"github.com/streamidx/streamidx/flush"
-	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/lineage"
-	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/updater"
 )
 
 func init() {
@@ -21,63 +18,47 @@ func init() {
 }
 
 func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	indexName := fs.String("index", "", "index `name`")
-	snapshotID := fs.Int64("snapshot", 0, "source table snapshot `id` (default: current)")
-	if err := fs.Parse(args); err != nil {
+	f := addIndexFlags(fs, "source table snapshot `id` (default: current)")
+	if err := f.parse(fs, args); err != nil {
 		return exitError, err
 	}
-	if err := requireFlags(fs, "table", "index"); err != nil {
-		return exitError, err
-	}
-	e, err := openEnv(ctx, g)
+	t, err := f.open(ctx, g)
 	if err != nil {
 		return exitError, err
 	}
-	defer e.Close()
-	tbl, id, md, _, err := e.loadIndex(ctx, *tableName, *indexName)
+	defer t.Close()
+	if t.unsupported != nil {
+		return exitError, t.unsupported
+	}
+	snap, err := sourceSnapshot(t.tbl, f.snapshot)
 	if err != nil {
 		return exitError, err
 	}
-	snap, err := lineage.Snapshot(tbl, *snapshotID)
-	if err != nil {
-		return exitError, err
-	}
-	limitMemory(int64(e.cfg.Build.MemoryBudget))
+	limitMemory(int64(t.cfg.Build.MemoryBudget))
 	start := time.Now()
-	progress := newProgressLine(g.stderr, e.cfg.Build.Progress)
+	progress := newProgressLine(g.stderr, t.cfg.Build.Progress)
 	defer progress.finish()
-	res, err := compactor.FullBuild(ctx, tbl, snap, md, objstore.Join(md.Location, "data"), compactor.BuildOptions{
-		RangeWriterOptions: compactor.RangeWriterOptions{
-			TargetFileSize: int64(e.cfg.Build.TargetFileSize),
-			RowGroupRows:   e.cfg.Build.RowGroupRows,
-			Store:          e.store,
+	// An explicit build adds its snapshot on top of whatever is current.
+	res, err := updater.BuildAndPublish(ctx, t.indexes, t.tbl, f.index, t.md, snap, updater.BuildOptions{
+		Build: compactor.BuildOptions{
+			RangeWriterOptions: compactor.RangeWriterOptions{
+				TargetFileSize: int64(t.cfg.Build.TargetFileSize),
+				RowGroupRows:   t.cfg.Build.RowGroupRows,
+				Store:          t.store,
+			},
+			MemoryBudget: int64(t.cfg.Build.MemoryBudget),
+			SpillDir:     t.cfg.Build.SpillDir,
+			Logger:       t.log,
+			Progress:     progress.build,
 		},
-		MemoryBudget: int64(e.cfg.Build.MemoryBudget),
-		SpillDir:     e.cfg.Build.SpillDir,
-		Logger:       e.log,
-		Progress:     progress.build,
 	})
 	if err != nil {
-		return exitError, fmt.Errorf("build index %s: %w", *indexName, err)
-	}
-	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
-	if err != nil {
-		return exitError, err
-	}
-	sourceID := snap.SnapshotID
-	s, metaLoc, err := flush.Publish(ctx, e.indexes, flush.Publication{
-		Table: id, Index: *indexName, IndexUUID: md.IndexUUID, Schema: is,
-		Entries: res.Entries, SourceSnapshotID: sourceID,
-	}, flush.Options{Store: e.store, Logger: e.log})
-	if err != nil {
-		compactor.RemoveFiles(ctx, e.store, e.log, res.Entries)
-		return exitError, err
+		return exitError, fmt.Errorf("build index %s: %w", f.index, err)
 	}
 	el := time.Since(start)
-	fmt.Fprintf(stdout, "built index %s on %s: snapshot %d for source snapshot %d\n", *indexName, *tableName, s.SnapshotID, sourceID)
+	fmt.Fprintf(stdout, "built index %s on %s: snapshot %d for source snapshot %d\n", f.index, f.table, res.Snapshot.SnapshotID, snap.SnapshotID)
 	fmt.Fprintf(stdout, "%d entries in %d range files (%s) in %s (%.0f rows/s)\nmetadata: %s\n",
-		res.Rows, len(res.Entries), humanBytes(res.Bytes), el.Round(time.Millisecond), float64(res.Rows)/el.Seconds(), metaLoc)
+		res.Rows, len(res.Entries), humanBytes(res.Bytes), el.Round(time.Millisecond), float64(res.Rows)/el.Seconds(), res.MetadataLocation)
 	return exitOK, nil
 }
 

@@ -205,3 +205,48 @@ func TestConcurrentBuildsBothCommit(t *testing.T) {
 		t.Errorf("verify after concurrent builds: %d\n%s%s", code, o, e)
 	}
 }
+
+// TestGlobalFlagsBeforeTheCommand: the global flags work before the
+// command, as in git and kubectl, as well as after it, and those after it
+// win.
+func TestGlobalFlagsBeforeTheCommand(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	// before runs the command line with the global flags first.
+	before := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(append(append([]string{}, c.base...), args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, out, errs := before("list", "--table", "test.orders"); code != 0 || !strings.Contains(out, "by_customer") {
+		t.Fatalf("streamidx --config ... list: exit %d\n%s%s", code, out, errs)
+	}
+	code, out, errs := before("--log-level", "debug", "build", "--table", "test.orders", "--index", "pk")
+	if code != 0 || !strings.Contains(out, "built index pk") {
+		t.Fatalf("streamidx --log-level debug build: exit %d\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "level=DEBUG") {
+		t.Errorf("--log-level debug before the command did not take effect:\n%s", errs)
+	}
+	// The command's own --log-level wins over the one before it.
+	if code, _, errs := before("--log-level", "debug", "list", "--table", "test.orders", "--log-level", "error"); code != 0 || strings.Contains(errs, "level=") {
+		t.Errorf("--log-level error after the command should silence the log: exit %d\n%s", code, errs)
+	}
+	testtables.Append(t, tbl, testtables.OrderRows(40, 50, 0)...)
+	code, out, errs = before("run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", t.TempDir())
+	if code != 0 || !strings.Contains(out, "test.orders/pk: 1 index snapshots published") {
+		t.Fatalf("streamidx --config ... run --once: exit %d\n%s%s", code, out, errs)
+	}
+	if vc, vo, ve := c.run("verify", "--table", "test.orders", "--index", "pk"); vc != 0 {
+		t.Errorf("verify after run --once: %d\n%s%s", vc, vo, ve)
+	}
+	if code, _, errs := before("-h"); code != 0 || !strings.Contains(errs, "usage: streamidx [global flags] <command>") {
+		t.Errorf("streamidx --config ... -h: exit %d\n%s", code, errs)
+	}
+	if code, _, _ := before(); code != exitError {
+		t.Errorf("global flags without a command: exit %d, want %d", code, exitError)
+	}
+}

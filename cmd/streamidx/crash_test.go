@@ -20,15 +20,6 @@ import (
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
-// TestMain lets the test binary act as the streamidx command, so the crash
-// test can run the daemon as a real process and kill it with SIGKILL.
-func TestMain(m *testing.M) {
-	if os.Getenv("STREAMIDX_TEST_AS_COMMAND") == "1" {
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
-	os.Exit(m.Run())
-}
-
 // TestCrashAnywhere kills the daemon with SIGKILL at random moments while
 // commits stream in, over 20 trials. After a final restart every index
 // snapshot must verify, the index must catch up with the last source

@@ -35,12 +35,15 @@ type globals struct {
 	stderr      io.Writer
 }
 
+// register adds the global flags to fs. Their defaults are the values g
+// already holds, so flags given before the command survive the command's
+// own flag set and flags after it override them.
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.configPath, "config", "", "YAML config `file` (see configs/streamidx.example.yaml)")
-	fs.StringVar(&g.catalogURI, "catalog-uri", "", "Iceberg catalog `URI`: sqlite:///abs/path.db, postgres://..., http(s):// (REST)")
-	fs.StringVar(&g.catalogName, "catalog-name", "", "catalog `name` inside a shared SQL catalog database (default \"default\")")
-	fs.StringVar(&g.warehouse, "warehouse", "", "warehouse `URI` for new tables (default ./streamidx-data/warehouse)")
-	fs.StringVar(&g.logLevel, "log-level", "", "log `level`: debug, info, warn, error (default info)")
+	fs.StringVar(&g.configPath, "config", g.configPath, "YAML config `file` (see configs/streamidx.example.yaml)")
+	fs.StringVar(&g.catalogURI, "catalog-uri", g.catalogURI, "Iceberg catalog `URI`: sqlite:///abs/path.db, postgres://..., http(s):// (REST)")
+	fs.StringVar(&g.catalogName, "catalog-name", g.catalogName, "catalog `name` inside a shared SQL catalog database (default \"default\")")
+	fs.StringVar(&g.warehouse, "warehouse", g.warehouse, "warehouse `URI` for new tables (default ./streamidx-data/warehouse)")
+	fs.StringVar(&g.logLevel, "log-level", g.logLevel, "log `level`: debug, info, warn, error (default info)")
 }
 
 // config loads the file and the environment, then applies the flags.
@@ -85,11 +88,7 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, log: newLogger(cfg.Log, g.stderr), props: iceberg.Properties{}}
-	for k, v := range cfg.Catalog.Properties {
-		e.props[k] = v
-	}
-	e.props["warehouse"] = cfg.Catalog.Warehouse
+	e := &env{cfg: cfg, log: newLogger(cfg.Log, g.stderr), props: cfg.IOProperties()}
 	e.store = objstore.New(objstore.Options{IOProperties: e.props, Logger: e.log})
 	if err := e.openCatalog(ctx); err != nil {
 		e.Close()
@@ -214,23 +213,8 @@ func (e *env) Close() {
 	}
 }
 
-// parseTable splits NS.TABLE (namespaces may have several levels:
-// a.b.table) into an Iceberg identifier.
-func parseTable(s string) (table.Identifier, error) {
-	parts := strings.Split(s, ".")
-	if len(parts) < 2 {
-		return nil, fmt.Errorf("table %q: want NAMESPACE.TABLE", s)
-	}
-	for _, p := range parts {
-		if p == "" {
-			return nil, fmt.Errorf("table %q: empty name part", s)
-		}
-	}
-	return parts, nil
-}
-
 func (e *env) loadTable(ctx context.Context, name string) (*table.Table, table.Identifier, error) {
-	id, err := parseTable(name)
+	id, err := config.ParseTable(name)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/workload"
 )
 
@@ -34,7 +35,7 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 		return exitError, err
 	}
 	defer e.Close()
-	id, err := parseTable(*tableName)
+	id, err := config.ParseTable(*tableName)
 	if err != nil {
 		return exitError, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -82,28 +81,19 @@ type inspectBounds struct {
 }
 
 func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	indexName := fs.String("index", "", "index `name`")
-	snapshotID := fs.Int64("snapshot", 0, "source table snapshot `id` (or index snapshot id) whose range files to show (default: current)")
+	f := addIndexFlags(fs, "source table snapshot `id` (or index snapshot id) whose range files to show (default: current)")
 	asJSON := fs.Bool("json", false, "print JSON (stable; see README)")
-	if err := fs.Parse(args); err != nil {
+	if err := f.parse(fs, args); err != nil {
 		return exitError, err
 	}
-	if err := requireFlags(fs, "table", "index"); err != nil {
-		return exitError, err
-	}
-	e, err := openEnv(ctx, g)
+	t, err := f.open(ctx, g)
 	if err != nil {
 		return exitError, err
 	}
-	defer e.Close()
-	tbl, _, md, metaLoc, err := e.loadIndex(ctx, *tableName, *indexName)
-	unsupported := errors.Is(err, format.ErrUnsupportedIndexType)
-	if err != nil && !unsupported {
-		return exitError, err
-	}
+	defer t.Close()
+	tbl, md, unsupported := t.tbl, t.md, t.unsupported != nil
 	out := inspectOutput{
-		Table: *tableName, Index: *indexName, MetadataLocation: metaLoc, IndexUUID: md.IndexUUID,
+		Table: f.table, Index: f.index, MetadataLocation: t.metaLoc, IndexUUID: md.IndexUUID,
 		TableUUID: md.TableUUID, Type: strings.ToUpper(md.Type), Location: md.Location, Supported: !unsupported,
 		Properties: md.Properties, MetadataLog: md.MetadataLog,
 	}
@@ -114,9 +104,9 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 		return exitOK, printInspect(stdout, out, *asJSON)
 	}
 	snap := md.CurrentSnapshot()
-	if *snapshotID != 0 {
-		if snap, err = findIndexSnapshot(md, *snapshotID); err != nil {
-			return exitError, fmt.Errorf("index %s: %w", *indexName, err)
+	if f.snapshot != 0 {
+		if snap, err = findIndexSnapshot(md, f.snapshot); err != nil {
+			return exitError, fmt.Errorf("index %s: %w", f.index, err)
 		}
 	}
 	var sourceSnap *table.Snapshot
@@ -145,11 +135,11 @@ func runInspect(ctx context.Context, g *globals, fs *flag.FlagSet, args []string
 		out.Fields = append(out.Fields, f2)
 	}
 	if snap != nil {
-		t, _, err := e.store.ReadTracking(ctx, md, snap, is)
+		tf, _, err := t.store.ReadTracking(ctx, t.md, snap, is)
 		if err != nil {
 			return exitError, err
 		}
-		entries := t.Entries
+		entries := tf.Entries
 		out.Tracking = &inspectTracking{SnapshotID: snap.SnapshotID, TrackingFile: snap.TrackingFile}
 		for _, te := range entries {
 			rf := inspectRangeFile{FilePath: te.FilePath, FileFormat: te.FileFormat, RecordCount: te.RecordCount,

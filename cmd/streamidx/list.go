@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/config"
 )
 
 func init() {
@@ -28,7 +29,7 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		return exitError, err
 	}
 	defer e.Close()
-	id, err := parseTable(*tableName)
+	id, err := config.ParseTable(*tableName)
 	if err != nil {
 		return exitError, err
 	}

@@ -23,17 +23,12 @@ func init() {
 }
 
 func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	indexName := fs.String("index", "", "index `name`")
+	f := addIndexFlags(fs, "table snapshot `id` the answer is exact for (default: current)")
 	where := fs.String("where", "", "predicate, e.g. \"customer_id = 42\" or \"ts >= '2026-11-01T00:00:00Z' AND ts < '2026-11-02T00:00:00Z'\"")
-	snapshotID := fs.Int64("snapshot", 0, "table snapshot `id` the answer is exact for (default: current)")
 	asJSON := fs.Bool("json", false, "print one JSON object per row (stable; see README)")
 	explain := fs.Bool("explain", false, "print the plan and what was read after the rows")
 	limit := fs.Int64("limit", 0, "stop after `N` rows (default: no limit)")
-	if err := fs.Parse(args); err != nil {
-		return exitError, err
-	}
-	if err := requireFlags(fs, "table", "index", "where"); err != nil {
+	if err := f.parse(fs, args, "where"); err != nil {
 		return exitError, err
 	}
 	if *limit < 0 {
@@ -42,24 +37,20 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if _, err := planner.Parse(*where); err != nil {
 		return exitError, err
 	}
-	e, err := openEnv(ctx, g)
+	t, err := f.open(ctx, g)
 	if err != nil {
 		return exitError, err
 	}
-	defer e.Close()
-	tbl, _, md, _, err := e.loadIndex(ctx, *tableName, *indexName)
-	if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) {
-		return exitError, err
-	}
+	defer t.Close()
 	// An index of a type streamidx does not implement goes to the planner
 	// too, which says to read the table directly.
-	p := planner.New(planner.Options{Store: e.store})
-	res, err := p.Lookup(ctx, tbl, md, planner.Query{Where: *where, TableSnapshotID: *snapshotID, Limit: *limit})
+	p := planner.New(planner.Options{Store: t.store})
+	res, err := p.Lookup(ctx, t.tbl, t.md, planner.Query{Where: *where, TableSnapshotID: f.snapshot, Limit: *limit})
 	if errors.Is(err, planner.ErrNoIndexSnapshot) {
-		return exitError, fmt.Errorf("index %s: %w: run streamidx build", *indexName, err)
+		return exitError, fmt.Errorf("index %s: %w: run streamidx build", f.index, err)
 	}
 	if err != nil {
-		return exitError, fmt.Errorf("index %s: %w", *indexName, err)
+		return exitError, fmt.Errorf("index %s: %w", f.index, err)
 	}
 	defer res.Release()
 	if *asJSON {

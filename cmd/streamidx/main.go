@@ -1,7 +1,9 @@
 // Command streamidx keeps SCALAR indexes on Apache Iceberg tables fresh and
-// uses them. Each subcommand lives in its own file with its own flags; every
-// subcommand also takes the global flags (--config, --catalog-uri,
-// --catalog-name, --warehouse, --log-level).
+// uses them. It is flag parsing and wiring only: each subcommand lives in its
+// own file with its own flags, the work is done by the packages beside it
+// (the daemon, the updater, the planner, verify). The global flags
+// (--config, --catalog-uri, --catalog-name, --warehouse, --log-level) go
+// before or after the command.
 package main
 
 import (
@@ -42,7 +44,21 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	// Global flags may come before the command (streamidx --config prod.yaml
+	// run), as in git and kubectl, and after it.
+	g := &globals{stderr: stderr}
+	pre := flag.NewFlagSet("streamidx", flag.ContinueOnError)
+	pre.SetOutput(stderr)
+	pre.Usage = func() { usage(stderr) }
+	g.register(pre)
+	if err := pre.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitError
+	}
+	args = pre.Args()
+	if len(args) == 0 || args[0] == "help" {
 		usage(stderr)
 		if len(args) == 0 {
 			return exitError
@@ -57,7 +73,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	fs := flag.NewFlagSet("streamidx "+c.name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	g := &globals{stderr: stderr}
 	g.register(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -84,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: streamidx <command> [flags]")
+	fmt.Fprintln(w, "usage: streamidx [global flags] <command> [flags]")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -94,7 +109,7 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-16s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nglobal flags (every command): --config FILE, --catalog-uri URI, --catalog-name NAME,")
+	fmt.Fprintln(w, "\nglobal flags (before or after the command): --config FILE, --catalog-uri URI, --catalog-name NAME,")
 	fmt.Fprintln(w, "  --warehouse URI, --log-level LEVEL. With nothing given, everything lives in ./streamidx-data/.")
 	fmt.Fprintln(w, "Run 'streamidx <command> -h' for a command's flags.")
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamidx/streamidx/daemon"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -133,8 +134,8 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 	var cur inspectOutput
 	_ = json.Unmarshal([]byte(c.ok("inspect", "--table", "test.orders", "--index", "pk", "--json")), &cur)
 	props := cur.Snapshots[len(cur.Snapshots)-1].Properties
-	if want := fmt.Sprintf(`{"orders-cdc":{"0":%d}}`, tbl.CurrentSnapshot().SequenceNumber*10); props[propSourceOffsets] != want ||
-		!strings.HasPrefix(props[propNotification], "streamidx-commits/0/") {
+	if want := fmt.Sprintf(`{"orders-cdc":{"0":%d}}`, tbl.CurrentSnapshot().SequenceNumber*10); props[daemon.PropSourceOffsets] != want ||
+		!strings.HasPrefix(props[daemon.PropCommitNotification], "streamidx-commits/0/") {
 		t.Errorf("index snapshot properties %v, want source offsets %s", props, want)
 	}
 	// Duplicates and late arrivals change nothing.

@@ -49,6 +49,10 @@ type RunConfig struct {
 	StageDir string `yaml:"stage-dir"`
 	// Kafka carries the commit notifications. Default: no Kafka; poll.
 	Kafka KafkaConfig `yaml:"kafka"`
+	// MaxParallelUpdates bounds how many indexes are updated at the same
+	// time; each index has its own worker and none waits for another, but
+	// updates share the machine. Default: 4.
+	MaxParallelUpdates int `yaml:"max-parallel-updates"`
 	// RetainSnapshots index snapshots are kept by expiry. Default: 10.
 	RetainSnapshots int `yaml:"retain-snapshots"`
 	// MaxSnapshotAge expires older index snapshots too; 0 means no age
@@ -70,8 +74,14 @@ type KafkaConfig struct {
 	CommitTopic string `yaml:"commit-topic"`
 	// Group is the consumer group. Default: streamidx.
 	Group string `yaml:"group"`
-	// DeadLetterTopic receives undecodable records. Default: <commit-topic>.dlq.
+	// DeadLetterTopic receives undecodable records and notifications that
+	// timed out. Default: <commit-topic>.dlq.
 	DeadLetterTopic string `yaml:"dead-letter-topic"`
+	// NotificationTimeout bounds how long a notification waits for its
+	// snapshot to appear in the table's current history (a typo, a
+	// rolled-back commit never does); then it goes to the dead-letter topic
+	// and stops holding its partition's committed offset. Default: 2m.
+	NotificationTimeout Duration `yaml:"notification-timeout"`
 }
 
 // CatalogConfig says where tables and indexes live.
@@ -131,11 +141,13 @@ func Default() Config {
 			Progress:       "auto",
 		},
 		Run: RunConfig{
-			PollInterval:    Duration(10 * time.Second),
-			Policy:          "every",
-			HTTP:            "127.0.0.1:9464",
-			Kafka:           KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx"},
-			RetainSnapshots: 10,
+			PollInterval: Duration(10 * time.Second),
+			Policy:       "every",
+			HTTP:         "127.0.0.1:9464",
+			Kafka: KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx",
+				NotificationTimeout: Duration(2 * time.Minute)},
+			MaxParallelUpdates: 4,
+			RetainSnapshots:    10,
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -169,6 +181,7 @@ var Env = map[string]string{
 	"STREAMIDX_CATALOG_NAME":           "catalog.name",
 	"STREAMIDX_WAREHOUSE":              "catalog.warehouse",
 	"STREAMIDX_INDEX_CATALOG":          "catalog.index-catalog",
+	"STREAMIDX_KAFKA_BROKERS":          "run.kafka.brokers",
 	"STREAMIDX_BUILD_MEMORY_BUDGET":    "build.memory-budget",
 	"STREAMIDX_BUILD_TARGET_FILE_SIZE": "build.target-file-size",
 	"STREAMIDX_LOG_LEVEL":              "log.level",
@@ -220,6 +233,12 @@ func (c *Config) Set(key, value string) error {
 		c.Run.Kafka.Brokers = strings.Split(value, ",")
 	case "run.kafka.commit-topic":
 		c.Run.Kafka.CommitTopic = value
+	case "run.kafka.notification-timeout":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Run.Kafka.NotificationTimeout = Duration(d)
+	case "run.max-parallel-updates":
+		c.Run.MaxParallelUpdates, err = strconv.Atoi(value)
 	case "log.level":
 		c.Log.Level = value
 	case "log.format":
@@ -282,6 +301,32 @@ func (c *Config) CatalogKind() string {
 	return ""
 }
 
+// ParseTable splits NS.TABLE (namespaces may have several levels:
+// a.b.table) into the parts of an Iceberg table identifier.
+func ParseTable(s string) ([]string, error) {
+	parts := strings.Split(s, ".")
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("table %q: want NAMESPACE.TABLE", s)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, fmt.Errorf("table %q: empty name part", s)
+		}
+	}
+	return parts, nil
+}
+
+// IOProperties are the properties handed to iceberg-go's catalog and file
+// IO: catalog.properties plus the warehouse.
+func (c *Config) IOProperties() map[string]string {
+	props := map[string]string{}
+	for k, v := range c.Catalog.Properties {
+		props[k] = v
+	}
+	props["warehouse"] = c.Catalog.Warehouse
+	return props
+}
+
 // SQLitePath is the database file of a sqlite:///abs/path.db URI.
 func (c *Config) SQLitePath() (string, error) {
 	u, err := url.Parse(c.Catalog.URI)
@@ -339,9 +384,17 @@ func (c *Config) Validate() error {
 	if c.Run.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("run.poll-interval %s: want a positive duration", time.Duration(c.Run.PollInterval)))
 	}
+	if c.Run.Kafka.NotificationTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("run.kafka.notification-timeout %s: want a positive duration", time.Duration(c.Run.Kafka.NotificationTimeout)))
+	}
+	if c.Run.MaxParallelUpdates < 1 {
+		errs = append(errs, fmt.Errorf("run.max-parallel-updates %d: want at least 1", c.Run.MaxParallelUpdates))
+	}
 	for i, r := range c.Run.Indexes {
 		if r.Table == "" || r.Index == "" {
 			errs = append(errs, fmt.Errorf("run.indexes[%d]: table and index are required", i))
+		} else if _, err := ParseTable(r.Table); err != nil {
+			errs = append(errs, fmt.Errorf("run.indexes[%d]: %w", i, err))
 		}
 	}
 	switch c.Log.Level {

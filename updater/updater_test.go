@@ -11,7 +11,6 @@ import (
 	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/indexcatalog"
@@ -76,6 +75,21 @@ func (e *env) updater(index string, policy Policy) *Updater {
 		Policy: policy,
 		Range:  compactor.RangeWriterOptions{TargetFileSize: 1 << 10, RowGroupRows: 16},
 	})
+}
+
+// align steps u until the index covers the table's current snapshot and
+// returns how many index snapshots it published.
+func align(ctx context.Context, u *Updater, props PropertiesFunc) (int, error) {
+	published := 0
+	for {
+		st, err := u.Step(ctx, props)
+		if st.Published != nil {
+			published++
+		}
+		if err != nil || st.Aligned {
+			return published, err
+		}
+	}
 }
 
 // verifyCurrent checks the index's current snapshot with the independent
@@ -171,7 +185,7 @@ func TestFiftyCommits(t *testing.T) {
 				}
 				kinds[kind]++
 				for _, u := range updaters {
-					n, err := u.Step(ctx, nil)
+					n, err := align(ctx, u, nil)
 					if err != nil {
 						t.Fatalf("step %d (%s): update %s: %v", step, kind, u.index, err)
 					}
@@ -202,14 +216,16 @@ func TestLatestSkipsToNewest(t *testing.T) {
 	tbl := e.tbl
 	tbl, _ = testtables.Append(t, tbl, row(1, 0), row(2, 0))
 	u := e.updater("pk", PolicyLatest)
-	if n, err := u.Step(context.Background(), nil); err != nil || n != 1 {
+	if n, err := align(context.Background(), u, nil); err != nil || n != 1 {
 		t.Fatalf("first build: %d %v", n, err)
 	}
 	for i := int64(3); i < 7; i++ {
 		tbl, _ = testtables.Append(t, tbl, row(i, 0))
 	}
 	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(2)})
-	n, err := u.Step(context.Background(), map[string]string{"streamidx.test": "x"})
+	n, err := align(context.Background(), u, func(*table.Table, *table.Snapshot) map[string]string {
+		return map[string]string{"streamidx.test": "x"}
+	})
 	if err != nil || n != 1 {
 		t.Fatalf("latest: published %d, %v", n, err)
 	}
@@ -243,7 +259,7 @@ func TestTwoUpdatersOneIndex(t *testing.T) {
 		sources = append(sources, tbl.CurrentSnapshot().SnapshotID)
 		done := make(chan error, 2)
 		for _, u := range []*Updater{a, b} {
-			go func() { _, err := u.Step(ctx, nil); done <- err }()
+			go func() { _, err := align(ctx, u, nil); done <- err }()
 		}
 		for range 2 {
 			if err := <-done; err != nil {
@@ -276,29 +292,35 @@ func TestEqualityDeletesThroughTheIndex(t *testing.T) {
 	}
 	tbl, _ = testtables.Append(t, tbl, rows[:100]...)
 	tbl, _ = testtables.Append(t, tbl, rows[100:]...)
-	m := NewMetrics(nil)
-	u := New(e.cat, e.indexes, e.store, e.tbl.Identifier(), "pk", Options{Metrics: m,
+	u := New(e.cat, e.indexes, e.store, e.tbl.Identifier(), "pk", Options{
 		Range: compactor.RangeWriterOptions{TargetFileSize: 1 << 10, RowGroupRows: 16}})
 	ctx := context.Background()
-	if _, err := u.Step(ctx, nil); err != nil {
+	if _, err := align(ctx, u, nil); err != nil {
 		t.Fatal(err)
 	}
-	slow := func() float64 { return testutil.ToFloat64(m.EqualitySlowPath.WithLabelValues("test.orders", "pk")) }
+	// step publishes the update of the next commit and returns the data
+	// files it read in full to resolve equality deletes.
+	step := func() int {
+		t.Helper()
+		st, err := u.Step(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Published == nil {
+			t.Fatal("no index snapshot published for the new commit")
+		}
+		return st.Published.EqualitySlowPathFiles
+	}
 	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(5)}, []any{int64(150)})
 	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(5, 1), row(150, 1))
-	if _, err := u.Step(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyCurrent("pk", 1)
-	if got := slow(); got != 0 {
+	if got := step(); got != 0 {
 		t.Errorf("an upsert on the index key read %v data files in full; want the index to answer", got)
 	}
+	e.verifyCurrent("pk", 1)
 	tbl = testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{int64(4)})
-	if _, err := u.Step(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	got := step()
 	e.verifyCurrent("pk", 2)
-	if got := slow(); got == 0 {
+	if got == 0 {
 		t.Error("an equality delete on a column the index does not lead with must take the slow path")
 	}
 }

@@ -1,15 +1,3 @@
-// Package updater keeps one index aligned with its source table: for each
-// new source snapshot it computes the table delta (ingest), stages it
-// durably (staging), merges it into the range files it touches (compactor)
-// and publishes the index snapshot with a compare-and-swap (flush). A crash
-// at any point leaves a state the next Step completes: sealed stages are
-// reused, partial ones redone, and an index snapshot that was published is
-// never published twice, because every update names the index snapshot it
-// was built on.
-//
-// Concurrency: an Updater belongs to one goroutine. Several Updaters (in
-// one process or many) may serve the same index; the compare-and-swap
-// decides, and a loser's update is void and recomputed on the winner.
 package updater
 
 import (
@@ -36,7 +24,7 @@ import (
 // Policy says which source snapshots get an index snapshot.
 type Policy string
 
-// Alignment policies: which source snapshots the index keeps pace with.
+// Alignment policies: an index snapshot never mixes two source states.
 const (
 	// PolicyEvery publishes one index snapshot per source snapshot.
 	PolicyEvery Policy = "every"
@@ -49,22 +37,24 @@ type Options struct {
 	// Policy: every or latest. Default: every.
 	Policy Policy
 	// Range tunes range files (target size, row groups) and holds the store
-	// every index file is read and written through.
+	// every index file is read and written through. Default: compactor's
+	// defaults and local files.
 	Range compactor.RangeWriterOptions
 	// MinFileSize: rewritten files under it are merged with a neighbour.
 	// Default: a quarter of the target size.
 	MinFileSize int64
-	// MemoryBudget and SpillDir tune full builds. Defaults: 512 MiB, temp dir.
+	// MemoryBudget bounds the entries a full build sorts in memory.
+	// Default: 512 MiB.
 	MemoryBudget int64
-	SpillDir     string
-	// Expire runs after every ExpireEvery commits. Default: 10 commits,
-	// with flush's expiry defaults.
-	Expire      flush.ExpireOptions
+	// SpillDir holds a full build's spilled sort. Default: the OS temp dir.
+	SpillDir string
+	// Expire tunes the expiry that runs after every ExpireEvery commits.
+	// Default: flush's expiry defaults, with Range's IO properties.
+	Expire flush.ExpireOptions
+	// ExpireEvery is how many commits pass between expiries. Default: 10.
 	ExpireEvery int
 	// Logger. Default: discard.
 	Logger *slog.Logger
-	// Metrics. Default: unregistered metrics.
-	Metrics *Metrics
 }
 
 // Updater keeps one index aligned with its table.
@@ -87,9 +77,6 @@ func New(cat catalog.Catalog, indexes indexcatalog.Catalog, store *staging.Store
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Metrics == nil {
-		opts.Metrics = NewMetrics(nil)
-	}
 	if opts.ExpireEvery <= 0 {
 		opts.ExpireEvery = 10
 	}
@@ -103,122 +90,105 @@ func New(cat catalog.Catalog, indexes indexcatalog.Catalog, store *staging.Store
 		log: opts.Logger.With("table", strings.Join(tbl, "."), "index", index)}
 }
 
-func (u *Updater) labels() []string { return []string{strings.Join(u.table, "."), u.index} }
+// PropertiesFunc returns the properties to record in the index snapshot
+// about to be published for source snapshot snap of tbl (nil for none). It
+// is called just before the compare-and-swap, so it may name everything
+// snap covers: snap itself and its ancestors.
+type PropertiesFunc func(tbl *table.Table, snap *table.Snapshot) map[string]string
 
-// Step publishes index snapshots until the index is aligned with the
-// table's current snapshot and returns how many it published. properties
-// are added to the last index snapshot it publishes (e.g. feed offsets).
-func (u *Updater) Step(ctx context.Context, properties map[string]string) (int, error) {
-	published := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return published, err
-		}
-		did, done, err := u.stepOnce(ctx, properties)
-		if errors.Is(err, flush.ErrBaseMoved) {
-			// Another writer published first; start again from its snapshot.
-			u.opts.Metrics.CommitConflicts.WithLabelValues(u.labels()...).Inc()
-			u.log.Info("another writer moved the index first; recomputing on its snapshot")
-			continue
-		}
-		if did {
-			published++
-		}
-		if err != nil {
-			u.opts.Metrics.Errors.WithLabelValues(u.labels()...).Inc()
-			return published, err
-		}
-		if done {
-			return published, nil
-		}
+// Step moves the index one index snapshot closer to the table's current
+// snapshot: it publishes at most one, and Stats.Aligned says whether more
+// remain. An update voided by another writer's commit is not an error: it
+// is counted in Stats.CommitConflicts and the next Step starts from the
+// winner's snapshot. props, when not nil, gives the properties of the
+// snapshot published.
+func (u *Updater) Step(ctx context.Context, props PropertiesFunc) (Stats, error) {
+	var st Stats
+	if err := ctx.Err(); err != nil {
+		return st, err
 	}
+	err := u.step(ctx, props, &st)
+	if errors.Is(err, flush.ErrBaseMoved) {
+		st.CommitConflicts++
+		u.log.Info("another writer moved the index first; recomputing on its snapshot")
+		return st, nil
+	}
+	return st, err
 }
 
-// stepOnce publishes at most one index snapshot.
-func (u *Updater) stepOnce(ctx context.Context, props map[string]string) (published, done bool, err error) {
+func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) error {
 	md, _, err := u.indexes.Load(ctx, u.table, u.index)
-	if errors.Is(err, format.ErrUnsupportedIndexType) {
-		u.log.Warn("index type not implemented: not maintained", "type", md.Type)
-		return false, true, nil
-	}
 	if err != nil {
-		return false, false, err
+		return err
 	}
 	tbl, err := u.cat.LoadTable(ctx, u.table)
 	if err != nil {
-		return false, false, fmt.Errorf("load table: %w", err)
+		return fmt.Errorf("load table: %w", err)
+	}
+	st.Table = tbl
+	cur := md.CurrentSnapshot()
+	if cur != nil {
+		st.IndexedSnapshotID = cur.SourceTableSnapshotID
 	}
 	target := tbl.CurrentSnapshot()
 	if target == nil {
-		return false, true, nil
+		st.Aligned = true
+		return nil
 	}
-	cur := md.CurrentSnapshot()
+	// Published up to the table's current snapshot: nothing more to do.
+	defer func() { st.Aligned = st.Aligned || st.IndexedSnapshotID == target.SnapshotID }()
 	if cur == nil {
-		return true, false, u.fullBuild(ctx, tbl, md, target, props)
+		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
 	if cur.SourceTableSnapshotID == target.SnapshotID {
-		u.opts.Metrics.SnapshotsBehind.WithLabelValues(u.labels()...).Set(0)
-		return false, true, nil
+		st.Aligned = true
+		return nil
 	}
 	chain, ok := lineage.Since(tbl, target, cur.SourceTableSnapshotID)
 	if !ok {
 		u.log.Info("index snapshot is not an ancestor of the table's current snapshot: full build",
 			"index_source", cur.SourceTableSnapshotID, "table_snapshot", target.SnapshotID)
-		return true, false, u.fullBuild(ctx, tbl, md, target, props)
+		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
-	u.opts.Metrics.SnapshotsBehind.WithLabelValues(u.labels()...).Set(float64(len(chain)))
 	next := chain[0]
 	if u.opts.Policy == PolicyLatest {
 		next = target
 	}
-	var nextProps map[string]string
-	if next.SnapshotID == target.SnapshotID {
-		nextProps = props
-	}
-	err = u.incremental(ctx, tbl, md, cur, next, nextProps)
-	switch {
-	case errors.Is(err, compactor.ErrDeltaMismatch), errors.Is(err, compactor.ErrUnsortedRangeFile):
+	err = u.incremental(ctx, tbl, md, cur, next, props, st)
+	if errors.Is(err, compactor.ErrDeltaMismatch) || errors.Is(err, compactor.ErrUnsortedRangeFile) {
 		u.log.Warn("incremental update does not apply: full build", "err", err)
-		return true, false, u.fullBuild(ctx, tbl, md, next, nextProps)
-	case err != nil:
-		return false, false, err
+		return u.fullBuild(ctx, tbl, md, next, props, st)
 	}
-	return true, false, nil
+	return err
 }
 
-func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *table.Snapshot, props map[string]string) error {
+func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *table.Snapshot, props PropertiesFunc, st *Stats) error {
 	began := time.Now()
-	dir := objstore.Join(md.Location, "data")
-	res, err := compactor.FullBuild(ctx, tbl, snap, md, dir, compactor.BuildOptions{
-		RangeWriterOptions: u.opts.Range, MemoryBudget: u.opts.MemoryBudget, SpillDir: u.opts.SpillDir, Logger: u.log,
-	})
-	if err != nil {
-		return fmt.Errorf("full build for source snapshot %d: %w", snap.SnapshotID, err)
-	}
-	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
-	if err != nil {
-		return err
-	}
 	var base int64
 	if cur := md.CurrentSnapshot(); cur != nil {
 		base = cur.SnapshotID
 	}
-	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
-		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
-		SourceSnapshotID: snap.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: base,
-	}, u.flushOptions())
+	res, err := BuildAndPublish(ctx, u.indexes, tbl, u.index, md, snap, BuildOptions{
+		Build: compactor.BuildOptions{
+			RangeWriterOptions: u.opts.Range, MemoryBudget: u.opts.MemoryBudget, SpillDir: u.opts.SpillDir, Logger: u.log,
+		},
+		Properties:  properties(props, tbl, snap),
+		RequireBase: true, BaseSnapshotID: base,
+		OnRetry: func() { st.CommitRetries++ },
+	})
 	if err != nil {
-		compactor.RemoveFiles(ctx, u.opts.Range.Store, u.log, res.Entries)
 		return err
 	}
-	u.opts.Metrics.FullBuilds.WithLabelValues(u.labels()...).Inc()
-	u.committed(ctx, snap, res.Bytes, len(res.Entries), 0, began)
+	u.committed(ctx, snap, &Publication{FullBuild: true, FilesWritten: len(res.Entries), BytesWritten: res.Bytes}, began, st)
 	return nil
 }
 
-func (u *Updater) flushOptions() flush.Options {
-	retries := u.opts.Metrics.CommitRetries.WithLabelValues(u.labels()...)
-	return flush.Options{Store: u.opts.Range.Store, Logger: u.opts.Logger, OnRetry: retries.Inc}
+// properties evaluates props for the snapshot about to be published.
+func properties(props PropertiesFunc, tbl *table.Table, snap *table.Snapshot) map[string]string {
+	if props == nil {
+		return nil
+	}
+	return props(tbl, snap)
 }
 
 // stageName keys staged deltas by the index snapshot they apply to, so a
@@ -229,7 +199,7 @@ func (u *Updater) stageName(base *format.Snapshot) string {
 
 var errStopIteration = errors.New("stop")
 
-func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, next *table.Snapshot, props map[string]string) error {
+func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, next *table.Snapshot, props PropertiesFunc, st *Stats) error {
 	began := time.Now()
 	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
 	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, next))
@@ -243,7 +213,8 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	prev := t.Entries
 	stage := u.stageName(cur)
 	resolver := &indexResolver{is: is, entries: prev, store: u.opts.Range.Store}
-	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver); err != nil {
+	pub := &Publication{}
+	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub); err != nil {
 		return err
 	}
 	delta := func(yield func(key, value []byte, count int) bool) error {
@@ -266,8 +237,8 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	}
 	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
 		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
-		SourceSnapshotID: next.SnapshotID, Properties: props, RequireBase: true, BaseSnapshotID: cur.SnapshotID,
-	}, u.flushOptions())
+		SourceSnapshotID: next.SnapshotID, Properties: properties(props, tbl, next), RequireBase: true, BaseSnapshotID: cur.SnapshotID,
+	}, flush.Options{Store: u.opts.Range.Store, Logger: u.opts.Logger, OnRetry: func() { st.CommitRetries++ }})
 	if err != nil {
 		compactor.RemoveFiles(ctx, u.opts.Range.Store, u.log, newFiles(prev, res.Entries))
 		if errors.Is(err, flush.ErrBaseMoved) {
@@ -278,16 +249,15 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	if err := u.store.Drop(stage, next.SnapshotID); err != nil {
 		u.log.Warn("could not drop a committed stage; it is dropped at the next start", "err", err)
 	}
-	l := u.labels()
-	u.opts.Metrics.FilesRewritten.WithLabelValues(l...).Add(float64(res.Rewritten))
-	u.opts.Metrics.FilesReused.WithLabelValues(l...).Add(float64(res.Reused))
-	u.committed(ctx, next, res.BytesWritten, res.Written, res.Reused, began)
+	pub.FilesWritten, pub.FilesRewritten, pub.FilesReused, pub.BytesWritten = res.Written, res.Rewritten, res.Reused, res.BytesWritten
+	u.committed(ctx, next, pub, began, st)
 	return nil
 }
 
 // ensureStaged makes sure a sealed stage of the delta base -> next exists,
 // computing it unless a previous run sealed it already.
-func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format.IndexSchema, stage string, base, next *table.Snapshot, eq ingest.EqualityResolver) error {
+func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format.IndexSchema, stage string, base, next *table.Snapshot,
+	eq ingest.EqualityResolver, pub *Publication) error {
 	sealed, err := u.store.Sealed(stage)
 	if err != nil {
 		return err
@@ -322,9 +292,8 @@ func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format
 		SequenceNumber: next.SequenceNumber, TimestampMs: next.TimestampMs}); err != nil {
 		return err
 	}
-	l := u.labels()
-	u.opts.Metrics.StagedMutations.WithLabelValues(l...).Add(float64(stats.Inserts + stats.Deletes))
-	u.opts.Metrics.EqualitySlowPath.WithLabelValues(l...).Add(float64(stats.EqualityDeleteSlowPath))
+	pub.StagedMutations = stats.Inserts + stats.Deletes
+	pub.EqualitySlowPathFiles = stats.EqualityDeleteSlowPath
 	return nil
 }
 
@@ -342,22 +311,25 @@ func newFiles(prev, next []format.TrackingEntry) []format.TrackingEntry {
 	return out
 }
 
-func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, bytes int64, written, reused int, began time.Time) {
-	l := u.labels()
-	u.opts.Metrics.Commits.WithLabelValues(l...).Inc()
-	u.opts.Metrics.BytesWritten.WithLabelValues(l...).Add(float64(bytes))
-	u.opts.Metrics.UpdateSeconds.WithLabelValues(l...).Observe(time.Since(began).Seconds())
-	u.opts.Metrics.LagSeconds.WithLabelValues(l...).Set(time.Since(time.UnixMilli(snap.TimestampMs)).Seconds())
-	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "files_written", written, "files_reused", reused,
-		"bytes", bytes, "took", time.Since(began).Round(time.Millisecond))
+// committed completes pub for snap, records it in st and runs expiry when
+// it is due.
+func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publication, began time.Time, st *Stats) {
+	pub.SourceSnapshotID = snap.SnapshotID
+	pub.SourceCommitted = time.UnixMilli(snap.TimestampMs)
+	pub.Committed = time.Now()
+	pub.Took = pub.Committed.Sub(began)
+	st.Published = pub
+	st.IndexedSnapshotID = snap.SnapshotID
+	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "files_written", pub.FilesWritten,
+		"files_reused", pub.FilesReused, "bytes", pub.BytesWritten, "took", pub.Took.Round(time.Millisecond))
 	u.sinceEx++
 	if u.sinceEx >= u.opts.ExpireEvery {
 		u.sinceEx = 0
-		u.expire(ctx)
+		u.expire(ctx, st)
 	}
 }
 
-func (u *Updater) expire(ctx context.Context) {
+func (u *Updater) expire(ctx context.Context, st *Stats) {
 	res, err := flush.Expire(ctx, u.indexes, u.table, u.index, func(md *format.Metadata) (*format.IndexSchema, error) {
 		tbl, err := u.cat.LoadTable(ctx, u.table)
 		if err != nil {
@@ -369,9 +341,8 @@ func (u *Updater) expire(ctx context.Context) {
 		u.log.Warn("expiring index snapshots failed; retried later", "err", err)
 		return
 	}
-	l := u.labels()
-	u.opts.Metrics.SnapshotsExpired.WithLabelValues(l...).Add(float64(res.SnapshotsExpired))
-	u.opts.Metrics.OrphanFilesDelete.WithLabelValues(l...).Add(float64(len(res.FilesDeleted)))
+	st.SnapshotsExpired += res.SnapshotsExpired
+	st.FilesDeleted += len(res.FilesDeleted)
 }
 
 // Recover abandons the partial stages a crash left behind; sealed stages

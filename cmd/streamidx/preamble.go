@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+// indexFlags are the --table, --index and (optional) --snapshot flags that
+// build, verify, inspect and lookup share.
+type indexFlags struct {
+	table    string
+	index    string
+	snapshot int64
+}
+
+// addIndexFlags registers --table and --index, and --snapshot with the
+// given help when it is not empty.
+func addIndexFlags(fs *flag.FlagSet, snapshotHelp string) *indexFlags {
+	f := &indexFlags{}
+	fs.StringVar(&f.table, "table", "", "source table `NS.TABLE`")
+	fs.StringVar(&f.index, "index", "", "index `name`")
+	if snapshotHelp != "" {
+		fs.Int64Var(&f.snapshot, "snapshot", 0, snapshotHelp)
+	}
+	return f
+}
+
+// indexTarget is what the shared preamble opened: the environment, the
+// table and the index.
+type indexTarget struct {
+	*env
+	tbl     *table.Table
+	id      table.Identifier
+	md      *format.Metadata
+	metaLoc string
+	// unsupported holds the error of an index of a type streamidx does not
+	// implement, whose metadata is still there to name it.
+	unsupported error
+}
+
+// parse parses the command line and checks that --table, --index and the
+// flags named in required are given.
+func (f *indexFlags) parse(fs *flag.FlagSet, args []string, required ...string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return requireFlags(fs, append([]string{"table", "index"}, required...)...)
+}
+
+// open opens the environment and loads the table and the index. An index
+// of a type streamidx does not implement is not an error here:
+// indexTarget.unsupported says so, and each command decides. The caller
+// closes the target.
+func (f *indexFlags) open(ctx context.Context, g *globals) (*indexTarget, error) {
+	e, err := openEnv(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	t := &indexTarget{env: e}
+	t.tbl, t.id, t.md, t.metaLoc, err = e.loadIndex(ctx, f.table, f.index)
+	if errors.Is(err, format.ErrUnsupportedIndexType) {
+		t.unsupported, err = err, nil
+	}
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// sourceSnapshot returns the table snapshot with the given id, or the
+// current one for 0.
+func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
+	if id == 0 {
+		if s := tbl.CurrentSnapshot(); s != nil {
+			return s, nil
+		}
+		return nil, fmt.Errorf("table %s has no snapshot to index yet", tbl.Identifier())
+	}
+	s := tbl.SnapshotByID(id)
+	if s == nil {
+		return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
+	}
+	return s, nil
+}
+
+// findIndexSnapshot picks the index snapshot for a source table snapshot id,
+// or with that index snapshot id; 0 means the current one.
+func findIndexSnapshot(md *format.Metadata, id int64) (*format.Snapshot, error) {
+	if id == 0 {
+		if s := md.CurrentSnapshot(); s != nil {
+			return s, nil
+		}
+		return nil, errors.New("the index has no snapshot yet: run build")
+	}
+	if s := md.SnapshotsForSource(id); len(s) > 0 {
+		return s[0], nil
+	}
+	if s := md.SnapshotByID(id); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("no index snapshot for source snapshot (or with id) %d", id)
+}

@@ -1,0 +1,278 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/flush"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/staging"
+	"github.com/streamidx/streamidx/updater"
+)
+
+// Daemon keeps the indexes of run.indexes aligned with their tables. Build
+// it with New, then call Run (or RunOnce) and finally Close.
+type Daemon struct {
+	tables  catalog.Catalog
+	indexes indexcatalog.Catalog
+	cfg     config.Config
+	log     *slog.Logger
+	reg     prometheus.Registerer
+	metrics *metrics
+	store   *staging.Store
+	workers []*worker
+	byTable map[string][]*worker
+	ledger  *ledger
+	// slots bounds the updates running at once (run.max-parallel-updates).
+	slots    chan struct{}
+	listener net.Listener
+
+	// now is the clock of notification timeouts; beforeStep, when set, is
+	// called before each update step while it holds its slot. Tests set them.
+	now        func() time.Time
+	beforeStep func(*worker)
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	stop    chan struct{} // closed by Close to end Run
+	runDone chan struct{} // closed when Run returns
+}
+
+// New opens the staging store (abandoning the partial stages a crash left)
+// and, when run.http is set, the HTTP listener. tables and indexes stay the
+// caller's: Close does not close them. Metrics are registered on reg; when
+// reg is also a prometheus.Gatherer (a *prometheus.Registry is), /metrics
+// serves it. A nil log discards; a nil reg leaves the metrics unregistered.
+func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.Store, cfg config.Config, log *slog.Logger, reg prometheus.Registerer) (*Daemon, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid configuration: %w", err)
+	}
+	rc := cfg.Run
+	if len(rc.Indexes) == 0 {
+		return nil, errors.New("no index to maintain: give --table/--index pairs or run.indexes in the config")
+	}
+	if rc.StageDir == "" {
+		return nil, errors.New("run.stage-dir is empty")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Daemon{tables: tables, indexes: indexes, cfg: cfg, log: log, reg: reg, metrics: newMetrics(),
+		byTable: map[string][]*worker{}, slots: make(chan struct{}, rc.MaxParallelUpdates), now: time.Now,
+		stop: make(chan struct{}), runDone: make(chan struct{})}
+	d.ledger = newLedger(d.byTable, func(*kgo.Record) {})
+	store, err := staging.OpenStore(rc.StageDir, staging.StoreOptions{Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	d.store = store
+	fail := func(err error) (*Daemon, error) {
+		store.Close()
+		return nil, err
+	}
+	if err := updater.Recover(store, log); err != nil {
+		return fail(err)
+	}
+	if files == nil {
+		files = objstore.New(objstore.Options{IOProperties: cfg.IOProperties(), Logger: log})
+	}
+	seen := map[string]bool{}
+	for _, ref := range rc.Indexes {
+		id, err := config.ParseTable(ref.Table)
+		if err != nil {
+			return fail(err)
+		}
+		name := strings.Join(id, ".")
+		if seen[name+"/"+ref.Index] {
+			continue // listed twice: one worker is enough
+		}
+		seen[name+"/"+ref.Index] = true
+		u := updater.New(tables, indexes, store, id, ref.Index, updater.Options{
+			Policy: updater.Policy(rc.Policy),
+			Range: compactor.RangeWriterOptions{
+				TargetFileSize: int64(cfg.Build.TargetFileSize), RowGroupRows: cfg.Build.RowGroupRows, Store: files,
+			},
+			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir,
+			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
+			Logger: log,
+		})
+		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1)}
+		d.workers = append(d.workers, w)
+		d.byTable[name] = append(d.byTable[name], w)
+		d.metrics.halted.WithLabelValues(name, ref.Index).Set(0)
+	}
+	if reg != nil {
+		if err := d.metrics.register(reg, newBehindCollector(d)); err != nil {
+			return fail(fmt.Errorf("register metrics: %w", err))
+		}
+	}
+	if addr := rc.HTTP; addr != "" && addr != "none" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fail(fmt.Errorf("listen on %s: %w", addr, err))
+		}
+		d.listener = ln
+	}
+	return d, nil
+}
+
+// Addr is the address the HTTP server listens on; "" when it is off.
+func (d *Daemon) Addr() string {
+	if d.listener == nil {
+		return ""
+	}
+	return d.listener.Addr().String()
+}
+
+// Run runs the daemon until ctx ends or Close is called, then shuts down in
+// order: the notification consumer stops reading, the workers stop (an
+// update in flight either completes its compare-and-swap or is abandoned
+// before it; its staged delta is reused at the next start), the offsets of
+// what is covered are committed, and the HTTP server stops last, so that
+// /metrics and /healthz answer until the end. It returns the error of the
+// part that failed, or nil. Run may be called once.
+func (d *Daemon) Run(ctx context.Context) error {
+	d.mu.Lock()
+	if d.started || d.closed {
+		d.mu.Unlock()
+		return errors.New("daemon: Run called twice or after Close")
+	}
+	d.started = true
+	d.mu.Unlock()
+	defer close(d.runDone)
+
+	var g group
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g.add("stop", func() error {
+		select {
+		case <-runCtx.Done():
+		case <-d.stop:
+		}
+		return nil
+	}, cancel)
+
+	var cons *consumer
+	if len(d.cfg.Run.Kafka.Brokers) > 0 {
+		var err error
+		if cons, err = newConsumer(d); err != nil {
+			return err
+		}
+		defer cons.close()
+		d.ledger.mark = func(r *kgo.Record) { cons.client.MarkCommitRecords(r) }
+		consCtx, stopConsumer := context.WithCancel(context.Background())
+		g.add("commit notifications", func() error { return cons.run(consCtx) }, stopConsumer)
+	}
+
+	workCtx, stopWorkers := context.WithCancel(context.Background())
+	g.add("workers", func() error {
+		var wg sync.WaitGroup
+		for _, w := range d.workers {
+			wg.Go(func() { d.work(workCtx, w) })
+		}
+		<-workCtx.Done()
+		wg.Wait()
+		if cons != nil {
+			cons.close() // commit what the last updates covered
+		}
+		return nil
+	}, stopWorkers)
+
+	if d.listener != nil {
+		srv := d.httpServer()
+		g.add("http", func() error {
+			if err := srv.Serve(d.listener); !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		}, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(ctx)
+		})
+	}
+	d.log.Info("streamidx run started", "indexes", len(d.workers), "poll_interval", time.Duration(d.cfg.Run.PollInterval),
+		"kafka", strings.Join(d.cfg.Run.Kafka.Brokers, ","), "http", d.Addr(), "policy", d.cfg.Run.Policy,
+		"max_parallel_updates", d.cfg.Run.MaxParallelUpdates)
+	return g.run()
+}
+
+// OnceResult is what RunOnce did for one index.
+type OnceResult struct {
+	Table, Index string
+	Published    int
+	Took         time.Duration
+}
+
+// RunOnce aligns every index with its table once, one index after the
+// other, without Kafka or HTTP: for cron jobs and measurements.
+func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
+	d.mu.Lock()
+	if d.started || d.closed {
+		d.mu.Unlock()
+		return nil, errors.New("daemon: RunOnce called after Run or Close")
+	}
+	d.started = true
+	d.mu.Unlock()
+	defer close(d.runDone)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-d.stop: // Close ends RunOnce too
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var out []OnceResult
+	for _, w := range d.workers {
+		began := time.Now()
+		n, err := d.align(ctx, w)
+		if err != nil {
+			return out, fmt.Errorf("update %s: %w", w.name(), err)
+		}
+		out = append(out, OnceResult{Table: w.table, Index: w.index, Published: n, Took: time.Since(began)})
+	}
+	return out, nil
+}
+
+// Close ends a running Run or RunOnce (as if its context ended) and waits
+// for it, then closes the staging store and the HTTP listener. It is
+// idempotent.
+func (d *Daemon) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	started := d.started
+	d.mu.Unlock()
+	close(d.stop)
+	if started {
+		<-d.runDone
+	}
+	var errs []error
+	if d.listener != nil {
+		if err := d.listener.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, d.store.Close())
+	return errors.Join(errs...)
+}

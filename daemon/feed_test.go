@@ -1,0 +1,140 @@
+package daemon
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/lineage"
+)
+
+// TestBogusNotificationHoldsNothing: a notification for a snapshot that never
+// reaches the catalog neither stalls the records after it, on its partition
+// or another, nor is claimed by an index snapshot; after the bounded wait it
+// goes to the dead-letter topic with the reason; a restart while it waits
+// reads it again without blocking anything, and once dead-lettered it is
+// never read again.
+func TestBogusNotificationHoldsNothing(t *testing.T) {
+	h := newHarness(t, 2, "pk")
+	clock := newFakeClock()
+	useClock := func(d *Daemon) { d.now = clock.Now }
+	d := h.start(useClock)
+	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID) // the first build, at start
+
+	// notes maps "topic/partition/offset" to the snapshot notified there.
+	notes := map[string]int64{}
+	notify := func(s *table.Snapshot, partition int32) {
+		off := h.notify(s.SnapshotID, s.SequenceNumber, partition)
+		notes[fmt.Sprintf("%s/%d/%d", commitTopic, partition, off)] = s.SnapshotID
+	}
+	const bogus = 4242
+	bogusOffset := h.notify(bogus, 99, 0)
+	if bogusOffset != 0 {
+		t.Fatalf("the bogus notification is at offset %d of partition 0, want 0", bogusOffset)
+	}
+	s1 := h.commit(50)
+	notify(s1, 0) // after the bogus one, on its partition
+	s2 := h.commit(55)
+	notify(s2, 1) // on another partition
+	// The poll interval is an hour: only the notifications move the index.
+	h.waitIndexed("pk", s2.SnapshotID)
+	if got := len(h.snapshots("pk")); got != 3 {
+		t.Errorf("pk has %d snapshots, want 3 (build, s1, s2)", got)
+	}
+	// The bookkeeping holds partition 0 at the bogus notification (nothing
+	// committed there) while partition 1 moves on.
+	waitFor(t, "partition 1's offset is committed", func() bool { return h.committed(1) == 1 })
+	if got := h.committed(0); got > bogusOffset {
+		t.Errorf("partition 0 committed up to %d while the notification at %d waits", got, bogusOffset)
+	}
+	if dl := h.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead-letter records before the notification timed out", len(dl))
+	}
+
+	// A restart while the bogus notification waits: it and the one behind
+	// it are read again; nothing blocks and no index snapshot claims them.
+	d.stop(t)
+	clock = newFakeClock()
+	d = h.start(useClock)
+	s3 := h.commit(60)
+	notify(s3, 0)
+	h.waitIndexed("pk", s3.SnapshotID)
+	if got := len(h.snapshots("pk")); got != 4 {
+		t.Errorf("pk has %d snapshots after the restart, want 4: a notification read again made an index snapshot", got)
+	}
+
+	// Past the bounded wait the bogus notification goes to the dead-letter
+	// topic with its reason and stops holding partition 0.
+	clock.advance(time.Duration(h.cfg.Run.Kafka.NotificationTimeout) + time.Second)
+	waitFor(t, "partition 0's offset passes the bogus notification", func() bool { return h.committed(0) == 3 })
+	dl := h.deadLetters()
+	if len(dl) != 1 {
+		t.Fatalf("%d dead-letter records, want 1\n%s", len(dl), h.logs)
+	}
+	if reason := header(dl[0], HeaderError); !strings.Contains(reason, "snapshot 4242") || !strings.Contains(reason, "not in the catalog") &&
+		!strings.Contains(reason, "did not appear in the catalog") {
+		t.Errorf("dead-letter reason %q", reason)
+	}
+	if src := header(dl[0], HeaderSource); src != commitTopic+"/0/0" {
+		t.Errorf("dead-letter source %q, want %s/0/0", src, commitTopic)
+	}
+	_, body := d.get(t, "/metrics")
+	for sample, want := range map[string]string{
+		"streamidx_ingest_notification_timeouts_total": "1",
+		"streamidx_ingest_notifications_pending":       "0",
+	} {
+		if got, err := metric(body, sample); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %s", sample, got, err, want)
+		}
+	}
+
+	// Once dead-lettered, it is not read again.
+	d.stop(t)
+	d = h.start(useClock)
+	s4 := h.commit(65)
+	notify(s4, 1)
+	h.waitIndexed("pk", s4.SnapshotID)
+	waitFor(t, "partition 1's offset is committed", func() bool { return h.committed(1) == 2 })
+	if dl := h.deadLetters(); len(dl) != 1 {
+		t.Errorf("%d dead-letter records after another restart, want 1", len(dl))
+	}
+	_, body = d.get(t, "/metrics")
+	if got, err := metric(body, "streamidx_ingest_notification_timeouts_total"); err != nil || got != "0" {
+		t.Errorf("after the restart streamidx_ingest_notification_timeouts_total = %q (%v), want 0", got, err)
+	}
+
+	// Every index snapshot names only a notification it covers: of its own
+	// source snapshot or an ancestor, never the bogus one.
+	tbl, err := h.cat.LoadTable(t.Context(), h.tbl.Identifier())
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := 0
+	for _, s := range h.snapshots("pk") {
+		at, ok := s.Properties[PropCommitNotification]
+		if !ok {
+			continue
+		}
+		named++
+		notified, known := notes[at]
+		if !known {
+			t.Errorf("index snapshot for %d names notification %s, which is not a real commit's", s.SourceTableSnapshotID, at)
+			continue
+		}
+		if !lineage.IsAncestor(tbl, s.SourceTableSnapshotID, notified) {
+			t.Errorf("index snapshot for %d names notification %s of snapshot %d, which it does not cover", s.SourceTableSnapshotID, at, notified)
+		}
+		var offsets map[string]map[string]int64
+		if err := json.Unmarshal([]byte(s.Properties[PropSourceOffsets]), &offsets); err != nil {
+			t.Errorf("index snapshot for %d: source offsets %q: %v", s.SourceTableSnapshotID, s.Properties[PropSourceOffsets], err)
+		}
+	}
+	if named != 4 {
+		t.Errorf("%d index snapshots name a notification, want 4 (s1, s2, s3, s4)", named)
+	}
+	h.verifyAll("pk")
+}

@@ -1,0 +1,17 @@
+package updater
+
+import (
+	"errors"
+
+	"github.com/streamidx/streamidx/flush"
+	"github.com/streamidx/streamidx/format"
+)
+
+// IsHalt reports whether err is one that retrying cannot fix: a corrupt file
+// (format.IsCorruption; format.CorruptPath names it), an index that was
+// replaced under the updater, or an index of a type streamidx does not
+// implement. The caller stops maintaining that index and tells an operator;
+// every other error is transient and retried.
+func IsHalt(err error) bool {
+	return format.IsCorruption(err) || errors.Is(err, flush.ErrIndexReplaced) || errors.Is(err, format.ErrUnsupportedIndexType)
+}

@@ -1,0 +1,56 @@
+package updater
+
+import (
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+)
+
+// Stats say what one Step did. The daemon turns them into metrics.
+type Stats struct {
+	// Aligned is true when the index covers the table's current snapshot
+	// (as the step loaded it) after the step: there is nothing more to do
+	// until the table changes.
+	Aligned bool
+	// Table is the table as the step loaded it; nil when loading failed.
+	Table *table.Table
+	// IndexedSnapshotID is the source snapshot of the index's current
+	// snapshot after the step; 0 when the index has none.
+	IndexedSnapshotID int64
+	// Published describes the index snapshot the step published; nil when
+	// it published none.
+	Published *Publication
+	// CommitConflicts counts updates voided because another writer moved
+	// the index first; CommitRetries counts compare-and-swap attempts
+	// repeated on top of another writer's commit.
+	CommitConflicts, CommitRetries int
+	// SnapshotsExpired and FilesDeleted are what expiry removed.
+	SnapshotsExpired, FilesDeleted int
+}
+
+// Publication describes one published index snapshot.
+type Publication struct {
+	SourceSnapshotID int64
+	// SourceCommitted is when the source snapshot was committed (its
+	// timestamp-ms), Committed when the index snapshot was: the difference
+	// is the index's lag for that snapshot.
+	SourceCommitted, Committed time.Time
+	// Took is the time from the start of the update to its commit.
+	Took time.Duration
+	// FullBuild is true when every live row was indexed anew.
+	FullBuild bool
+	// StagedMutations are the delta's entry mutations staged by this update
+	// (0 when a stage sealed by an earlier run was reused, and for builds).
+	StagedMutations int64
+	// EqualitySlowPathFiles are data files read in full to resolve equality
+	// deletes.
+	EqualitySlowPathFiles int
+	// FilesWritten, FilesRewritten and FilesReused count range files written,
+	// replaced and carried over unchanged; BytesWritten is the size of those
+	// written.
+	FilesWritten, FilesRewritten, FilesReused int
+	BytesWritten                              int64
+}
+
+// Lag is the time from the source commit to the index commit.
+func (p *Publication) Lag() time.Duration { return p.Committed.Sub(p.SourceCommitted) }
