@@ -139,8 +139,9 @@ func checkName(what, s string) error {
 }
 
 // CorruptMetadataError reports an index metadata file that exists but is not
-// a readable index metadata file. The catalog points at it, so the index is
-// unusable until an operator replaces the file; retrying does not help.
+// a readable index metadata file, or breaks a rule of the spec. The catalog
+// points at it, so the index is unusable until an operator replaces the
+// file; retrying does not help. It matches format.ErrCorruption.
 type CorruptMetadataError struct {
 	Location string
 	Err      error
@@ -151,6 +152,9 @@ func (e *CorruptMetadataError) Error() string {
 }
 
 func (e *CorruptMetadataError) Unwrap() error { return e.Err }
+
+// Is makes every CorruptMetadataError match format.ErrCorruption.
+func (e *CorruptMetadataError) Is(target error) bool { return target == format.ErrCorruption }
 
 // CommitWithRetry loads the index, applies update to its current metadata
 // and commits the result, and on ErrCommitConflict starts again from the

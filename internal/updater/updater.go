@@ -144,6 +144,9 @@ func (u *Updater) stepOnce(ctx context.Context, props map[string]string) (publis
 	if err != nil {
 		return false, false, fmt.Errorf("load table: %w", err)
 	}
+	if err := format.CheckTable(md, tbl); err != nil {
+		return false, false, err
+	}
 	target := tbl.CurrentSnapshot()
 	if target == nil {
 		return false, true, nil
