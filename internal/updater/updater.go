@@ -36,7 +36,8 @@ import (
 // Policy says which source snapshots get an index snapshot.
 type Policy string
 
-// Alignment policies (ARCHITECTURE.md decision 6).
+// Alignment policies. Either way an index snapshot never mixes two source
+// states.
 const (
 	// PolicyEvery publishes one index snapshot per source snapshot.
 	PolicyEvery Policy = "every"
