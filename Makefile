@@ -8,7 +8,9 @@
 GO        ?= go
 FUZZTIME  ?= 60s
 PKGS      ?= ./...
-FUZZ_TARGETS = FuzzParseMetadata FuzzDecodeKey FuzzReadTrackingFile FuzzOpenRangeFile
+# package:target for every go test -fuzz target of the module.
+FUZZ_TARGETS = ./format:FuzzParseMetadata ./format:FuzzDecodeKey ./format:FuzzReadTrackingFile \
+	./format:FuzzOpenRangeFile ./planner:FuzzParse ./planner:FuzzLiteralValue
 
 .PHONY: all build test lint fuzz crosscheck clean demo bench
 
@@ -25,9 +27,10 @@ lint:
 	$(GO) vet $(PKGS)
 
 fuzz:
-	@for t in $(FUZZ_TARGETS); do \
-		echo "== $$t ($(FUZZTIME))"; \
-		$(GO) test ./format -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
+	@for pt in $(FUZZ_TARGETS); do \
+		pkg=$${pt%%:*}; t=$${pt#*:}; \
+		echo "== $$pkg $$t ($(FUZZTIME))"; \
+		$(GO) test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
 # Go benchmarks of every package. STREAMIDX_BENCH_ROWS sets the table size

@@ -39,6 +39,14 @@ const (
 // reads the source table directly instead. It is never a reason to fail.
 var ErrUnsupportedIndexType = errors.New("index type not implemented")
 
+// ErrUnknownFormatVersion is returned (wrapped) by ParseMetadata for a
+// metadata file whose format-version is newer than FormatVersion: a newer
+// writer made it, and this package can neither read it as it was meant nor
+// write it back without losing what it does not know. It is not a
+// corruption; upgrading streamidx is the remedy. No metadata is returned
+// with it, so nothing can be committed on top.
+var ErrUnknownFormatVersion = errors.New("unknown index format version")
+
 // Metadata is an index metadata file.
 type Metadata struct {
 	FormatVersion         int                `json:"format-version"`
@@ -236,8 +244,9 @@ func marshalOrdered(obj map[string]json.RawMessage, order []string) ([]byte, err
 // ParseMetadata reads an index metadata file. Missing optional lists read as
 // empty. For an index type other than SCALAR it returns the metadata fields
 // common to all types with an error wrapping ErrUnsupportedIndexType; the
-// type-specific fields are then not interpreted. It does not validate the
-// definition against a table: see Validate.
+// type-specific fields are then not interpreted. A format-version newer than
+// FormatVersion is ErrUnknownFormatVersion. It does not check the rules of
+// the spec: see Validate.
 func ParseMetadata(data []byte) (*Metadata, error) {
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -255,11 +264,22 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 			return nil, fmt.Errorf("parse index metadata: required field %q is missing", k)
 		}
 	}
+	// The version comes first: the rest of a newer file may mean something
+	// else than it would in this one.
+	if err := decodeField(obj, "format-version", &m.FormatVersion); err != nil {
+		return nil, err
+	}
+	switch {
+	case m.FormatVersion > FormatVersion:
+		return nil, fmt.Errorf("index metadata has format-version %d, and this streamidx reads only version %d: "+
+			"a newer writer made it; upgrade streamidx to use the index: %w", m.FormatVersion, FormatVersion, ErrUnknownFormatVersion)
+	case m.FormatVersion < 1:
+		return nil, fmt.Errorf("parse index metadata: format-version %d: versions start at 1", m.FormatVersion)
+	}
 	fields := []struct {
 		key string
 		dst any
 	}{
-		{"format-version", &m.FormatVersion},
 		{"index-uuid", &m.IndexUUID},
 		{"table-uuid", &m.TableUUID},
 		{"location", &m.Location},

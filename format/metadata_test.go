@@ -250,3 +250,22 @@ func TestDescribeNamesReferences(t *testing.T) {
 		t.Errorf("unknown reference: %s", got)
 	}
 }
+
+func TestParseMetadataRefusesOtherFormatVersions(t *testing.T) {
+	doc := func(version string) []byte {
+		return []byte(`{"format-version":` + version + `,"index-uuid":"u","table-uuid":"t","location":"/x","last-updated-ms":1,
+			"type":"SCALAR","identity-fields":[1],"cluster-spec":[1]}`)
+	}
+	m, err := ParseMetadata(doc("2"))
+	if m != nil || !errors.Is(err, ErrUnknownFormatVersion) || !strings.Contains(err.Error(), "format-version 2") {
+		t.Errorf("version 2: %v, %v; want no metadata and ErrUnknownFormatVersion naming the version", m, err)
+	}
+	for _, v := range []string{"0", "-1", `"1"`, "1.5"} {
+		if m, err := ParseMetadata(doc(v)); err == nil || errors.Is(err, ErrUnknownFormatVersion) {
+			t.Errorf("version %s: %v, %v; want a parse error", v, m, err)
+		}
+	}
+	if _, err := ParseMetadata(doc("1")); err != nil {
+		t.Errorf("version 1: %v", err)
+	}
+}

@@ -53,6 +53,11 @@ var forbiddenColumns = map[int]string{
 // source table schema. It reports every broken rule, each as an error
 // wrapping one of the Err* rule errors above, joined with errors.Join. It
 // returns nil for a valid SCALAR index.
+//
+// With a nil source it checks only the rules that need no table schema, as
+// a reader does when it loads a metadata file before it has the table: an
+// identity field is then not looked up, and an expression is type-checked
+// only when it references metadata columns alone.
 func Validate(m *Metadata, source *iceberg.Schema) error {
 	v := &validator{m: m, source: source}
 	v.metadata()
@@ -107,7 +112,10 @@ func (v *validator) identity() {
 	if len(v.m.IdentityFields) == 0 {
 		v.fail(ErrIdentityEmpty, "the list is empty")
 	}
-	inCollection := collectionFieldIDs(v.source)
+	var inCollection map[int]bool
+	if v.source != nil {
+		inCollection = collectionFieldIDs(v.source)
+	}
 	seen := map[int]bool{}
 	for _, id := range v.m.IdentityFields {
 		if seen[id] {
@@ -117,6 +125,10 @@ func (v *validator) identity() {
 		seen[id] = true
 		if IsReservedFieldID(id) {
 			v.fail(ErrIdentityNotData, "field %d is a metadata column", id)
+			continue
+		}
+		if v.source == nil {
+			v.types[id] = nil // declared; its type is the table's
 			continue
 		}
 		f, ok := v.source.FindFieldByID(id)
@@ -169,17 +181,20 @@ func (v *validator) expressionFields() {
 
 func (v *validator) expressionField(f ExprField) {
 	id := f.FieldID
-	switch {
-	case v.types[id] != nil:
+	if _, declared := v.types[id]; declared {
 		v.fail(ErrFieldIDDuplicate, "field ID %d is declared twice", id)
 		return
+	}
+	switch {
 	case IsReservedFieldID(id):
 		v.fail(ErrFieldIDReserved, "field ID %d", id)
 	case id <= 0 || id > MaxIndexFieldID:
 		v.fail(ErrFieldIDRange, "field ID %d (largest allowed %d)", id, MaxIndexFieldID)
 	}
-	if _, inSource := v.source.FindFieldByID(id); inSource {
-		v.fail(ErrFieldIDInSource, "field ID %d", id)
+	if v.source != nil {
+		if _, inSource := v.source.FindFieldByID(id); inSource {
+			v.fail(ErrFieldIDInSource, "field ID %d", id)
+		}
 	}
 	if f.Type != ExprFieldType {
 		v.fail(ErrExprFieldType, "field %d has type %q", id, f.Type)
@@ -195,6 +210,10 @@ func (v *validator) expressionField(f ExprField) {
 			v.fail(ErrExprForbiddenColumn, "field %d references %s (%d)", id, name, ref)
 			bad = true
 		} else if _, ok := v.fieldType(ref); !ok {
+			if v.source == nil && !IsReservedFieldID(ref) {
+				bad = true // a source field: checked where the table is at hand
+				continue
+			}
 			v.fail(ErrExprUnknownField, "field %d references field %d", id, ref)
 			bad = true
 		}
@@ -217,6 +236,9 @@ func (v *validator) expressionField(f ExprField) {
 func (v *validator) fieldType(id int) (iceberg.Type, bool) {
 	if _, t, ok := MetadataColumn(id); ok {
 		return t, true
+	}
+	if v.source == nil {
+		return nil, false
 	}
 	f, ok := v.source.FindFieldByID(id)
 	if !ok {

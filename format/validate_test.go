@@ -43,6 +43,9 @@ func TestValidateAcceptsAValidDefinition(t *testing.T) {
 	if err := Validate(validMetadata(), validateSource()); err != nil {
 		t.Fatalf("valid definition rejected: %v", err)
 	}
+	if err := Validate(validMetadata(), nil); err != nil {
+		t.Fatalf("valid definition rejected without a schema: %v", err)
+	}
 	m := validMetadata()
 	m.Location = "/abs/path"
 	m.Type = "scalar"
@@ -52,6 +55,10 @@ func TestValidateAcceptsAValidDefinition(t *testing.T) {
 }
 
 func TestValidateRules(t *testing.T) {
+	// These cases break rules that need the table's schema; the others are
+	// checked on every load, before the table is at hand.
+	bySchema := map[string]bool{"identity not in source": true, "identity struct": true, "identity inside list": true,
+		"field id in source": true, "references unknown field": true, "wrong data-type": true, "transform on wrong type": true}
 	cases := []struct {
 		name   string
 		rule   error
@@ -102,6 +109,13 @@ func TestValidateRules(t *testing.T) {
 			err := Validate(m, validateSource())
 			if !errors.Is(err, c.rule) {
 				t.Fatalf("want %v, got %v", c.rule, err)
+			}
+			err = Validate(m, nil)
+			switch {
+			case bySchema[c.name] && err != nil:
+				t.Errorf("without a schema: %v, want nil (the rule needs the table's schema)", err)
+			case !bySchema[c.name] && !errors.Is(err, c.rule):
+				t.Errorf("without a schema: want %v, got %v", c.rule, err)
 			}
 		})
 	}

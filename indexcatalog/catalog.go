@@ -143,10 +143,10 @@ func checkName(what, s string) error {
 }
 
 // CorruptMetadataError reports an index metadata file that exists but is not
-// a readable index metadata file. The catalog points at it, so the index is
-// unusable until an operator replaces the file; retrying does not help. It
-// carries the one corruption marker: format.IsCorruption holds for it and
-// format.CorruptPath gives its Location.
+// a readable index metadata file, or breaks a rule of the spec. The catalog
+// points at it, so the index is unusable until an operator replaces the
+// file; retrying does not help. It carries the one corruption marker:
+// format.IsCorruption holds for it and format.CorruptPath gives its Location.
 type CorruptMetadataError struct {
 	Location string
 	Err      error

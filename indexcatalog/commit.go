@@ -26,6 +26,9 @@ type pendingCommit struct {
 // appended to its metadata log, the log trimmed to the index's limit, and
 // last-updated-ms set to now. md itself is not changed.
 func prepareCommit(md *format.Metadata, base string, baseMd *format.Metadata, now time.Time) (*pendingCommit, error) {
+	if err := checkWritable(md); err != nil {
+		return nil, err
+	}
 	if md.IndexUUID != baseMd.IndexUUID {
 		return nil, fmt.Errorf("metadata of index-uuid %s cannot replace %s of index-uuid %s", md.IndexUUID, base, baseMd.IndexUUID)
 	}
@@ -59,6 +62,9 @@ func prepareCommit(md *format.Metadata, base string, baseMd *format.Metadata, no
 
 // prepareCreate builds the first metadata file of an index.
 func prepareCreate(md *format.Metadata, now time.Time) (*pendingCommit, error) {
+	if err := checkWritable(md); err != nil {
+		return nil, err
+	}
 	p := &pendingCommit{md: *md}
 	p.md.LastUpdatedMs = now.UnixMilli()
 	var err error
@@ -66,6 +72,22 @@ func prepareCreate(md *format.Metadata, now time.Time) (*pendingCommit, error) {
 		return nil, fmt.Errorf("write index metadata: %w", err)
 	}
 	return p, nil
+}
+
+// checkWritable refuses metadata that readMetadata would refuse, so the
+// catalog never writes a file it could not read back: another format
+// version, or a SCALAR index that breaks a rule of the spec.
+func checkWritable(md *format.Metadata) error {
+	if md.FormatVersion != format.FormatVersion {
+		return fmt.Errorf("write index metadata: format-version %d: this streamidx writes only version %d", md.FormatVersion, format.FormatVersion)
+	}
+	if !md.Supported() {
+		return nil
+	}
+	if err := format.Validate(md, nil); err != nil {
+		return fmt.Errorf("write index metadata: %w", err)
+	}
+	return nil
 }
 
 // apply copies what the commit wrote into the caller's metadata.

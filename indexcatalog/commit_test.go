@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +155,83 @@ func TestClosedCatalog(t *testing.T) {
 			}
 			if _, err := cat.List(ctx, orders); !errors.Is(err, ErrClosed) {
 				t.Errorf("list after close: %v", err)
+			}
+		})
+	}
+}
+
+// rewriteMetadata replaces text in a published metadata file, as a newer
+// writer or damage would.
+func rewriteMetadata(t *testing.T, loc, old, new string) {
+	t.Helper()
+	data, err := os.ReadFile(localPath(loc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), old) {
+		t.Fatalf("%s does not hold %s:\n%s", loc, old, data)
+	}
+	if err := os.WriteFile(localPath(loc), []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadValidatesMetadata(t *testing.T) {
+	ctx := context.Background()
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			cat, _, location := b.open(t)
+
+			// A newer format version: refused by name, never written back.
+			md := newIndex(location(orders, "newer"))
+			addSnapshot(md, 1)
+			loc, err := cat.Create(ctx, orders, "newer", md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewriteMetadata(t, loc, `"format-version":1`, `"format-version":2`)
+			files := metadataFiles(t, md.Location)
+			_, _, err = cat.Load(ctx, orders, "newer")
+			if !errors.Is(err, format.ErrUnknownFormatVersion) || format.IsCorruption(err) ||
+				!strings.Contains(err.Error(), loc) || !strings.Contains(err.Error(), "format-version 2") {
+				t.Errorf("load of a version 2 file: %v, want ErrUnknownFormatVersion naming %s and the version, not a corruption", err, loc)
+			}
+			_, _, err = CommitWithRetry(ctx, cat, orders, "newer", func(base *format.Metadata) (*format.Metadata, error) {
+				t.Error("update called with metadata of an unknown version")
+				return base, nil
+			}, 3)
+			if !errors.Is(err, format.ErrUnknownFormatVersion) {
+				t.Errorf("commit on a version 2 file: %v, want ErrUnknownFormatVersion", err)
+			}
+			if _, err := cat.Commit(ctx, orders, "newer", loc, md); err == nil {
+				t.Error("a commit on top of a version 2 file succeeded")
+			}
+			if got := metadataFiles(t, md.Location); !slices.Equal(got, files) {
+				t.Errorf("refused commits wrote metadata files: %q, before %q", got, files)
+			}
+			newer := newIndex(location(orders, "newer2"))
+			newer.FormatVersion = 2
+			if _, err := cat.Create(ctx, orders, "newer2", newer); err == nil {
+				t.Error("created an index of format version 2")
+			}
+
+			// A file that breaks a rule of the spec is a corruption.
+			md = newIndex(location(orders, "broken"))
+			addSnapshot(md, 1)
+			loc, err = cat.Create(ctx, orders, "broken", md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewriteMetadata(t, loc, `"cluster-spec":[1000,1]`, `"cluster-spec":[1000,77]`)
+			var corrupt *CorruptMetadataError
+			_, _, err = cat.Load(ctx, orders, "broken")
+			if !errors.As(err, &corrupt) || corrupt.Location != loc || !errors.Is(err, format.ErrCorruption) || !errors.Is(err, format.ErrClusterUnknown) {
+				t.Errorf("load of a file whose cluster-spec names an unknown field: %v, want a CorruptMetadataError naming %s", err, loc)
+			}
+			bad := newIndex(location(orders, "bad"))
+			bad.ClusterSpec = nil
+			if _, err := cat.Create(ctx, orders, "bad", bad); !errors.Is(err, format.ErrClusterEmpty) {
+				t.Errorf("create of an index without cluster-spec: %v, want ErrClusterEmpty", err)
 			}
 		})
 	}

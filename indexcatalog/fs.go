@@ -73,17 +73,15 @@ func (c *FSCatalog) Create(ctx context.Context, table []string, name string, md 
 		return "", err
 	}
 	indexLoc := c.location(id)
-	p, err := prepareCreate(md, time.Now())
+	located := *md
+	if located.Location == "" {
+		located.Location = indexLoc
+	} else if strings.TrimRight(located.Location, "/") != indexLoc {
+		return "", fmt.Errorf("create index %s: metadata location %s is not the catalog's location %s", id, located.Location, indexLoc)
+	}
+	p, err := prepareCreate(&located, time.Now())
 	if err != nil {
 		return "", fmt.Errorf("create index %s: %w", id, err)
-	}
-	if p.md.Location == "" {
-		p.md.Location = indexLoc
-		if p.data, err = p.md.MarshalJSON(); err != nil {
-			return "", fmt.Errorf("create index %s: write index metadata: %w", id, err)
-		}
-	} else if strings.TrimRight(p.md.Location, "/") != indexLoc {
-		return "", fmt.Errorf("create index %s: metadata location %s is not the catalog's location %s", id, p.md.Location, indexLoc)
 	}
 	if _, found, err := c.current(ctx, indexLoc); err != nil {
 		return "", fmt.Errorf("create index %s: %w", id, err)

@@ -10,20 +10,28 @@ import (
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
-// readMetadata reads and parses a metadata file. A missing file wraps
-// fs.ErrNotExist; an unreadable one is a *CorruptMetadataError; an index
-// type this module does not implement returns the metadata with an error
-// wrapping format.ErrUnsupportedIndexType.
+// readMetadata reads, parses and validates a metadata file: every file the
+// catalog hands out has passed the rules of format.Validate that need no
+// table schema. A missing file wraps fs.ErrNotExist; a file written by a
+// newer writer wraps format.ErrUnknownFormatVersion; one that is unreadable
+// or breaks a rule is a *CorruptMetadataError; an index type this module
+// does not implement returns the metadata with an error wrapping
+// format.ErrUnsupportedIndexType.
 func readMetadata(ctx context.Context, store *objstore.Store, location string) (*format.Metadata, error) {
 	data, err := store.ReadFile(ctx, location)
 	if err != nil {
 		return nil, fmt.Errorf("read index metadata %s: %w", location, err)
 	}
 	md, err := format.ParseMetadata(data)
-	if errors.Is(err, format.ErrUnsupportedIndexType) {
+	switch {
+	case errors.Is(err, format.ErrUnsupportedIndexType):
 		return md, err
+	case errors.Is(err, format.ErrUnknownFormatVersion):
+		return nil, fmt.Errorf("read index metadata %s: %w", location, err)
+	case err != nil:
+		return nil, &CorruptMetadataError{Location: location, Err: err}
 	}
-	if err != nil {
+	if err := format.Validate(md, nil); err != nil {
 		return nil, &CorruptMetadataError{Location: location, Err: err}
 	}
 	return md, nil

@@ -341,3 +341,30 @@ func TestLookupErrors(t *testing.T) {
 		t.Errorf("vector index: %v", err)
 	}
 }
+
+func TestLookupRefusesLiteralsTheColumnCannotHold(t *testing.T) {
+	ctx := context.Background()
+	cat, _ := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	byScore := newIndex(t, tbl, "by_score")
+	buildIndex(t, tbl, byScore, tbl.CurrentSnapshot(), buildSmall)
+	p := New(Options{})
+	for where, want := range map[string]string{
+		"amount = 1e38":                "column amount: 1e38 does not fit decimal(10, 2)",
+		"amount IN (1, -1e38)":         "column amount: -1e38 does not fit decimal(10, 2)",
+		"amount = 0.001":               "column amount: 0.001 has more than 2 decimal places",
+		"score > 1e400":                "column score: 1e400 is out of range for double",
+		"id = 9223372036854775808":     "column id: 9223372036854775808 is out of range for long",
+		"id BETWEEN 1 AND 1e999999999": "column id: 1e999999999 is not an integer",
+	} {
+		res, err := p.Lookup(ctx, tbl, byScore, Query{Where: where})
+		var pe *PredicateError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a predicate error saying %q", where, err, want)
+		}
+		if res != nil {
+			res.Release()
+		}
+	}
+}

@@ -161,10 +161,16 @@ type Stats struct {
 //
 // Errors: *PredicateError for a predicate that does not parse or that the
 // index cannot answer; ErrUnsupportedIndex for an index type the planner
-// does not implement; ErrNoIndexSnapshot; ErrCannotReconcile.
+// does not implement; format.ErrTableReplaced for an index of another table
+// (one dropped and re-created under the same name), and format.ErrCorruption
+// for a definition that does not fit the table (see format.CheckTable);
+// ErrNoIndexSnapshot; ErrCannotReconcile.
 func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*Result, error) {
 	if !md.Supported() {
 		return nil, fmt.Errorf("index %s has type %q: %w: %w", md.IndexUUID, md.Type, ErrUnsupportedIndex, format.ErrUnsupportedIndexType)
+	}
+	if err := format.CheckTable(md, tbl); err != nil {
+		return nil, err
 	}
 	pred, err := Parse(q.Where)
 	if err != nil {

@@ -93,20 +93,45 @@ type Cond struct {
 	Pos    int
 }
 
+// String writes the condition in the predicate language, so that it
+// parses back to the same condition.
 func (c Cond) String() string {
+	col := quoteColumn(c.Column)
 	switch c.Op {
 	case OpIsNull, OpIsNotNull:
-		return c.Column + " " + c.Op.String()
+		return col + " " + c.Op.String()
 	case OpBetween:
-		return fmt.Sprintf("%s BETWEEN %s AND %s", c.Column, c.Args[0], c.Args[1])
+		return fmt.Sprintf("%s BETWEEN %s AND %s", col, c.Args[0], c.Args[1])
 	case OpIn:
 		parts := make([]string, len(c.Args))
 		for i, a := range c.Args {
 			parts[i] = a.String()
 		}
-		return fmt.Sprintf("%s IN (%s)", c.Column, strings.Join(parts, ", "))
+		return fmt.Sprintf("%s IN (%s)", col, strings.Join(parts, ", "))
 	}
-	return fmt.Sprintf("%s %s %s", c.Column, c.Op, c.Args[0])
+	return fmt.Sprintf("%s %s %s", col, c.Op, c.Args[0])
+}
+
+// quoteColumn returns a column name as it must be written: bare when the
+// lexer reads it as one name, else in double quotes.
+func quoteColumn(name string) string {
+	plain := name != "" && !isKeyword(name) && !strings.HasPrefix(name, ".") && !strings.HasSuffix(name, ".") &&
+		!strings.Contains(name, "..")
+	for i, r := range name {
+		if !plain {
+			break
+		}
+		switch {
+		case r == '_' || unicode.IsLetter(r):
+		case i > 0 && (r == '.' || unicode.IsDigit(r)):
+		default:
+			plain = false
+		}
+	}
+	if plain {
+		return name
+	}
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
 }
 
 // Predicate is a parsed --where text: an AND of conditions. The empty

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -32,28 +33,21 @@ func literalValue(t iceberg.Type, lit Literal) (any, error) {
 		if lit.Kind != LitNumber {
 			return nil, wrong("an integer")
 		}
-		v, err := strconv.ParseInt(lit.Text, 10, 32)
-		if err != nil {
-			return nil, fmt.Errorf("%s is not a 32-bit integer", lit)
-		}
-		return int32(v), nil
+		v, err := intLiteral(t, lit, 32)
+		return int32(v), err
 	case iceberg.Int64Type:
 		if lit.Kind != LitNumber {
 			return nil, wrong("an integer")
 		}
-		v, err := strconv.ParseInt(lit.Text, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s is not a 64-bit integer", lit)
-		}
-		return v, nil
+		return intLiteral(t, lit, 64)
 	case iceberg.Float32Type:
-		f, err := floatLiteral(lit, 32)
+		f, err := floatLiteral(t, lit, 32)
 		if err != nil {
 			return nil, err
 		}
 		return float32(f), nil
 	case iceberg.Float64Type:
-		return floatLiteral(lit, 64)
+		return floatLiteral(t, lit, 64)
 	case iceberg.DecimalType:
 		if lit.Kind != LitNumber {
 			return nil, wrong("a number")
@@ -91,6 +85,10 @@ func literalValue(t iceberg.Type, lit Literal) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		if ts.Before(minNanoTimestamp) || ts.After(maxNanoTimestamp) {
+			return nil, fmt.Errorf("%s is out of range for %s, which holds %s to %s", lit, t,
+				minNanoTimestamp.Format(time.RFC3339Nano), maxNanoTimestamp.Format(time.RFC3339Nano))
+		}
 		return ts.UnixNano(), nil
 	case iceberg.StringType:
 		if lit.Kind != LitString {
@@ -122,14 +120,43 @@ func literalValue(t iceberg.Type, lit Literal) (any, error) {
 	return nil, fmt.Errorf("columns of type %s cannot be compared", t)
 }
 
+// The instants a nanosecond timestamp (a signed 64-bit count of nanoseconds
+// since the epoch) can hold.
+var (
+	minNanoTimestamp = time.Unix(0, math.MinInt64).UTC()
+	maxNanoTimestamp = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// intLiteral reads an integer of the given bit size; a number with a
+// fraction or an exponent is not one, even when its value is whole.
+func intLiteral(t iceberg.Type, lit Literal, bits int) (int64, error) {
+	v, err := strconv.ParseInt(lit.Text, 10, bits)
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s is out of range for %s (%d-bit)", lit, t, bits)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("%s is not an integer, which %s needs", lit, t)
+	}
+	return v, nil
+}
+
 // floatLiteral reads a number, or one of the quoted words 'NaN',
-// 'Infinity' and '-Infinity' (also 'inf', '+inf', '-NaN').
-func floatLiteral(lit Literal, bits int) (float64, error) {
+// 'Infinity' and '-Infinity' (also 'inf', '+inf', '-NaN'). A number is
+// rounded to the nearest value of the type, as SQL does, but one beyond the
+// type's range, or so small that it would read as zero, is refused: the
+// condition would then mean something else than what was written.
+func floatLiteral(t iceberg.Type, lit Literal, bits int) (float64, error) {
 	switch lit.Kind {
 	case LitNumber:
 		f, err := strconv.ParseFloat(lit.Text, bits)
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("%s is out of range for %s (%d-bit floating point)", lit, t, bits)
+		}
 		if err != nil {
-			return 0, fmt.Errorf("%s is not a %d-bit floating point number", lit, bits)
+			return 0, fmt.Errorf("%s is not a number, which %s needs", lit, t)
+		}
+		if f == 0 && strings.ContainsAny(mantissa(lit.Text), "123456789") {
+			return 0, fmt.Errorf("%s is too small for %s (%d-bit floating point): it would read as 0", lit, t, bits)
 		}
 		return f, nil
 	case LitString:
@@ -144,25 +171,88 @@ func floatLiteral(lit Literal, bits int) (float64, error) {
 			return math.Inf(-1), nil
 		}
 	}
-	return 0, fmt.Errorf("floating point column needs a number, 'NaN', 'Infinity' or '-Infinity', not %s", lit)
+	return 0, fmt.Errorf("%s column needs a number, 'NaN', 'Infinity' or '-Infinity', not %s", t, lit)
+}
+
+// mantissa is a number's text before its exponent.
+func mantissa(text string) string {
+	if i := strings.IndexAny(text, "eE"); i >= 0 {
+		return text[:i]
+	}
+	return text
 }
 
 // decimalLiteral reads a number as an unscaled value of t's scale. More
-// fractional digits than the scale would need rounding and are refused.
+// fractional digits than the scale would need rounding and are refused, as
+// are values beyond t's precision. It works on the digits of the text, so an
+// exponent such as 1e999999999 costs nothing.
 func decimalLiteral(t iceberg.DecimalType, lit Literal) (decimal128.Num, error) {
-	r, ok := new(big.Rat).SetString(lit.Text)
-	if !ok {
-		return decimal128.Num{}, fmt.Errorf("%s is not a decimal number", lit)
+	notNumber := fmt.Errorf("%s is not a decimal number, which %s needs", lit, t)
+	text := lit.Text
+	neg := false
+	if text != "" && (text[0] == '-' || text[0] == '+') {
+		neg = text[0] == '-'
+		text = text[1:]
 	}
-	scaled := new(big.Rat).Mul(r, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(t.Scale())), nil)))
-	if !scaled.IsInt() {
+	mant, exp, hasExp := strings.Cut(text, "e")
+	if !hasExp {
+		mant, exp, hasExp = strings.Cut(text, "E")
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	if whole+frac == "" || !allDigits(whole) || !allDigits(frac) || (hasExp && !isExponent(exp)) {
+		return decimal128.Num{}, notNumber
+	}
+	digits := strings.TrimLeft(whole+frac, "0")
+	if digits == "" {
+		return decimal128.Num{}, nil // zero, whatever the exponent
+	}
+	var e int64
+	if hasExp {
+		// Beyond ±bound the outcome no longer depends on the exponent's
+		// size (too many digits, or too many decimal places), so clamping
+		// keeps the arithmetic below in range.
+		bound := int64(len(lit.Text)) + 64
+		v, err := strconv.ParseInt(exp, 10, 64)
+		switch {
+		case (err != nil && strings.HasPrefix(exp, "-")) || v < -bound:
+			v = -bound
+		case err != nil || v > bound:
+			v = bound
+		}
+		e = v
+	}
+	// value = digits · 10^(e - len(frac)), so the unscaled value of scale s
+	// is digits · 10^shift.
+	shift := e - int64(len(frac)) + int64(t.Scale())
+	trimmed := strings.TrimRight(digits, "0")
+	shift += int64(len(digits) - len(trimmed))
+	digits = trimmed
+	if shift < 0 {
 		return decimal128.Num{}, fmt.Errorf("%s has more than %d decimal places, the scale of %s", lit, t.Scale(), t)
 	}
-	n := decimal128.FromBigInt(scaled.Num())
-	if !n.FitsInPrecision(int32(t.Precision())) || n.BigInt().Cmp(scaled.Num()) != 0 {
-		return decimal128.Num{}, fmt.Errorf("%s does not fit %s", lit, t)
+	if int64(len(digits))+shift > int64(t.Precision()) {
+		return decimal128.Num{}, fmt.Errorf("%s does not fit %s: it has more than %d digits", lit, t, t.Precision())
 	}
-	return n, nil
+	n, ok := new(big.Int).SetString(digits+strings.Repeat("0", int(shift)), 10)
+	if !ok {
+		return decimal128.Num{}, notNumber
+	}
+	if neg {
+		n.Neg(n)
+	}
+	return decimal128.FromBigInt(n), nil
+}
+
+func allDigits(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+// isExponent accepts an optionally signed, non-empty run of digits.
+func isExponent(s string) bool {
+	if s != "" && (s[0] == '-' || s[0] == '+') {
+		s = s[1:]
+	}
+	return s != "" && allDigits(s)
 }
 
 // timestampLayouts are the ISO 8601 forms accepted for timestamps. A

@@ -23,7 +23,7 @@ func TestParse(t *testing.T) {
 		{"score is null", "score IS NULL"},
 		{"score IS NOT NULL", "score IS NOT NULL"},
 		{"name = 'it''s'", "name = 'it''s'"},
-		{`"odd col" <= -1.5e3`, "odd col <= -1.5e3"},
+		{`"odd col" <= -1.5e3`, `"odd col" <= -1.5e3`},
 		{"a.b > X'00FF' AND flag = true", "a.b > X'00ff' AND flag = TRUE"},
 		{"x = 'ł'", "x = 'ł'"},
 		{"", ""},
@@ -91,8 +91,8 @@ func TestLiteralValue(t *testing.T) {
 		err  string
 	}{
 		{iceberg.PrimitiveTypes.Int32, num("42"), int32(42), ""},
-		{iceberg.PrimitiveTypes.Int32, num("3000000000"), nil, "not a 32-bit integer"},
-		{iceberg.PrimitiveTypes.Int64, num("1.5"), nil, "not a 64-bit integer"},
+		{iceberg.PrimitiveTypes.Int32, num("3000000000"), nil, "out of range for int"},
+		{iceberg.PrimitiveTypes.Int64, num("1.5"), nil, "not an integer"},
 		{iceberg.PrimitiveTypes.Int64, str("42"), nil, "needs an integer"},
 		{iceberg.PrimitiveTypes.Float64, num("-2.5e1"), -25.0, ""},
 		{iceberg.PrimitiveTypes.Float64, str("-Infinity"), math.Inf(-1), ""},
@@ -133,6 +133,65 @@ func TestLiteralValue(t *testing.T) {
 			} else if got != tc.want {
 				t.Errorf("%s %s = %v (%T), want %v (%T)", tc.typ, tc.lit, got, got, tc.want, tc.want)
 			}
+		}
+	}
+}
+
+func TestLiteralOutOfRange(t *testing.T) {
+	num := func(s string) Literal { return Literal{Kind: LitNumber, Text: s} }
+	str := func(s string) Literal { return Literal{Kind: LitString, Text: s} }
+	cases := []struct {
+		typ  iceberg.Type
+		lit  Literal
+		want string // in the error, besides the type
+	}{
+		{iceberg.DecimalTypeOf(10, 2), num("1e38"), "does not fit"},
+		{iceberg.DecimalTypeOf(10, 2), num("-1e38"), "does not fit"},
+		{iceberg.DecimalTypeOf(38, 10), num("1e30"), "does not fit"},
+		{iceberg.DecimalTypeOf(38, 0), num("1e38"), "does not fit"},
+		{iceberg.DecimalTypeOf(10, 2), num("1e999999999"), "does not fit"},
+		{iceberg.DecimalTypeOf(10, 2), num("1e99999999999999999999"), "does not fit"},
+		{iceberg.DecimalTypeOf(10, 2), num("1e-999999999"), "decimal places"},
+		{iceberg.DecimalTypeOf(10, 2), num("1e-99999999999999999999"), "decimal places"},
+		{iceberg.PrimitiveTypes.Int32, num("3000000000"), "out of range"},
+		{iceberg.PrimitiveTypes.Int64, num("9223372036854775808"), "out of range"},
+		{iceberg.PrimitiveTypes.Int64, num("1e3"), "not an integer"},
+		{iceberg.PrimitiveTypes.Float64, num("1e400"), "out of range"},
+		{iceberg.PrimitiveTypes.Float64, num("-1e400"), "out of range"},
+		{iceberg.PrimitiveTypes.Float64, num("1e-400"), "too small"},
+		{iceberg.PrimitiveTypes.Float32, num("1e39"), "out of range"},
+		{iceberg.PrimitiveTypes.Float32, num("1e-46"), "too small"},
+		{iceberg.PrimitiveTypes.TimestampNs, str("2300-01-01T00:00:00Z"), "out of range"},
+		{iceberg.PrimitiveTypes.TimestampTzNs, str("1600-01-01"), "out of range"},
+		{iceberg.PrimitiveTypes.Date, str("10000-01-01"), "not a date"},
+		{iceberg.PrimitiveTypes.Time, str("24:00:00"), "not a time"},
+		{iceberg.FixedTypeOf(2), Literal{Kind: LitBytes, Text: "00"}, "needs 2"},
+	}
+	for _, tc := range cases {
+		got, err := literalValue(tc.typ, tc.lit)
+		if err == nil {
+			t.Errorf("%s %s = %v, want an error", tc.typ, tc.lit, got)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.typ.String()) {
+			t.Errorf("%s %s: error %q, want one naming the type and saying %q", tc.typ, tc.lit, err, tc.want)
+		}
+	}
+	// The extremes that do fit are accepted, and zero has no magnitude.
+	for _, tc := range []struct {
+		typ iceberg.Type
+		lit Literal
+	}{
+		{iceberg.DecimalTypeOf(38, 0), num("99999999999999999999999999999999999999")},
+		{iceberg.DecimalTypeOf(38, 2), num("-999999999999999999999999999999999999.99")},
+		{iceberg.DecimalTypeOf(10, 2), num("0e999999999999999999999")},
+		{iceberg.DecimalTypeOf(10, 2), num("12.3400000000000000000000000000000000000000")},
+		{iceberg.PrimitiveTypes.Float64, num("0e-400")},
+		{iceberg.PrimitiveTypes.Int64, num("-9223372036854775808")},
+		{iceberg.PrimitiveTypes.TimestampNs, str("2262-04-11T23:47:16.854775807Z")},
+	} {
+		if _, err := literalValue(tc.typ, tc.lit); err != nil {
+			t.Errorf("%s %s: %v", tc.typ, tc.lit, err)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Conditions of a stage that callers act on.
@@ -29,6 +31,11 @@ var (
 	ErrStageBusy = errors.New("stage is being written")
 	// ErrStoreClosed: the store was closed.
 	ErrStoreClosed = errors.New("staging store is closed")
+	// ErrDiskFull: the staging file system has too little free space to
+	// stage. It is a retry error: the stage being written is left
+	// unsealed, nothing sealed is lost, and staging it again succeeds once
+	// there is room again.
+	ErrDiskFull = errors.New("staging disk is full")
 )
 
 // Defaults of StoreOptions.
@@ -54,6 +61,15 @@ type StoreOptions struct {
 	// mutations to Pebble (without waiting for the disk). Default
 	// DefaultBatchBytes.
 	BatchBytes int
+	// ReserveBytes is the disk space kept for Pebble to finish the writes
+	// it has begun (memtable flushes, its manifest) when the disk fills:
+	// Stage and every write of a Stager fail with ErrDiskFull while less
+	// than this is free, and a ballast file of this size is deleted when a
+	// write meets a full disk anyway. Default: 4 × MemTableSize.
+	ReserveBytes uint64
+	// FS is the file system the store lives on; tests inject disk errors
+	// through it. Default: vfs.Default, the operating system's.
+	FS vfs.FS
 }
 
 // EnsureDefaults fills unset fields with their defaults.
@@ -66,6 +82,12 @@ func (o *StoreOptions) EnsureDefaults() {
 	}
 	if o.BatchBytes <= 0 {
 		o.BatchBytes = DefaultBatchBytes
+	}
+	if o.ReserveBytes == 0 {
+		o.ReserveBytes = 4 * o.MemTableSize
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
 	}
 }
 
@@ -119,12 +141,29 @@ type StageRef struct {
 // A stage open after a restart is a partial one; Unsealed lists them for
 // the caller to abandon and redo.
 //
+// A full disk. Pebble cannot survive a failed write of its write-ahead log
+// or manifest: it panics, and its state in memory is then lost. So Pebble
+// must never meet a full disk. Stage and Stager refuse to write (ErrDiskFull)
+// while less than ReserveBytes is free, which stops a disk that staging
+// fills. A disk that something else fills is met by a ballast file of
+// ReserveBytes, allocated at open: the first write that fails with ENOSPC
+// deletes it (Pebble's vfs.OnDiskFull) and is retried in the space it
+// frees, and the store refuses to stage until there is room for the ballast
+// and the reserve again. Only a disk refilled faster than Pebble can flush
+// its memtables into the freed space still ends the process.
+//
 // A Store is safe for concurrent use; each Stager belongs to one goroutine.
 type Store struct {
+	dir    string
 	db     *pebble.DB
 	opts   StoreOptions
 	wo     *pebble.WriteOptions
 	closed atomic.Bool
+
+	// full is set when a write met ENOSPC and the ballast was deleted, and
+	// cleared when the ballast is back.
+	full      atomic.Bool
+	ballastMu sync.Mutex
 
 	mu     sync.Mutex
 	active map[string]bool // stage keys of Stagers in progress
@@ -185,10 +224,33 @@ func decodeCount(v []byte) (count int64, keyLen uint64, err error) {
 	return c, l, nil
 }
 
-// OpenStore opens (creating if needed) the staging store in dir.
+// ballastName is the ballast file in the store's directory; Pebble ignores
+// files it did not name.
+const ballastName = "STREAMIDX-BALLAST"
+
+// OpenStore opens (creating if needed) the staging store in dir. It fails
+// with ErrDiskFull when dir's file system has no room for the ballast and
+// the reserve.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	opts.EnsureDefaults()
+	s := &Store{dir: dir, opts: opts, wo: pebble.Sync, active: map[string]bool{}}
+	if opts.NoSync {
+		s.wo = pebble.NoSync
+	}
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
+	}
+	// A ballast left by the last run is allocated again below; until then
+	// its space is free.
+	if err := opts.FS.Remove(opts.FS.PathJoin(dir, ballastName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
+	}
+	s.full.Store(true) // no ballast yet
+	if err := s.room(); err != nil {
+		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
+	}
 	db, err := pebble.Open(dir, &pebble.Options{
+		FS:           vfs.OnDiskFull(opts.FS, s.diskFull),
 		Merger:       countMerger,
 		MemTableSize: opts.MemTableSize,
 		Logger:       pebbleLogger{opts.Logger},
@@ -196,10 +258,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, wo: pebble.Sync, active: map[string]bool{}}
-	if opts.NoSync {
-		s.wo = pebble.NoSync
-	}
+	s.db = db
 	partial, err := s.Unsealed()
 	if err != nil {
 		return nil, errors.Join(err, db.Close())
@@ -208,6 +267,63 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		opts.Logger.Info("staging store holds a partial stage", "index", p.Index, "source_snapshot_id", p.SourceSnapshotID)
 	}
 	return s, nil
+}
+
+// diskFull is called by Pebble's vfs.OnDiskFull when a write fails with
+// ENOSPC, while every other write waits: it frees the ballast for the
+// write to be retried in. It works on the file system under the one Pebble
+// writes through, which is blocked meanwhile.
+func (s *Store) diskFull() {
+	s.full.Store(true)
+	err := s.opts.FS.Remove(s.opts.FS.PathJoin(s.dir, ballastName))
+	s.opts.Logger.Warn("staging disk is full: freed the ballast for writes in flight; staging stops until there is room again",
+		"dir", s.dir, "ballast_bytes", s.opts.ReserveBytes, "err", err)
+}
+
+// room fails with ErrDiskFull unless ReserveBytes are free besides the
+// ballast. After the disk was full it first allocates the ballast again,
+// once there is room for both.
+func (s *Store) room() error {
+	s.ballastMu.Lock()
+	defer s.ballastMu.Unlock()
+	need := s.opts.ReserveBytes
+	if s.full.Load() {
+		need *= 2
+	}
+	// Some file systems cannot tell their free space; the ballast then
+	// still catches a full disk.
+	if u, err := s.opts.FS.GetDiskUsage(s.dir); err == nil && u.AvailBytes < need {
+		return fmt.Errorf("%w: %s has %d bytes free, staging needs %d (StoreOptions.ReserveBytes, twice after the disk was full)",
+			ErrDiskFull, s.dir, u.AvailBytes, need)
+	}
+	if !s.full.Load() {
+		return nil
+	}
+	if err := s.allocateBallast(); err != nil {
+		return fmt.Errorf("%w: allocate the ballast: %w", ErrDiskFull, err)
+	}
+	s.full.Store(false)
+	return nil
+}
+
+// allocateBallast creates the ballast file with ReserveBytes allocated. On
+// Linux Preallocate reserves the blocks (fallocate); where the file system
+// cannot, the ballast holds nothing and the reserve check alone protects.
+func (s *Store) allocateBallast() error {
+	path := s.opts.FS.PathJoin(s.dir, ballastName)
+	f, err := s.opts.FS.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return err
+	}
+	err = f.Preallocate(0, int64(s.opts.ReserveBytes))
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err != nil {
+		_ = s.opts.FS.Remove(path)
+		return err
+	}
+	return nil
 }
 
 // Close closes the store. Stagers must be finished first. It is idempotent.
@@ -295,6 +411,9 @@ func (s *Store) Stage(index string, sourceSnapshotID int64) (*Stager, error) {
 	if s.closed.Load() {
 		return nil, ErrStoreClosed
 	}
+	if err := s.room(); err != nil {
+		return nil, fmt.Errorf("stage %s@%d: %w", index, sourceSnapshotID, err)
+	}
 	stageKey := stagePrefix(spaceStage, index, sourceSnapshotID)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -363,6 +482,9 @@ func (st *Stager) Add(entryKey, entryValue []byte, count int) error {
 	st.mutations++
 	st.net += int64(count)
 	if st.batch.Len() >= st.s.opts.BatchBytes {
+		if err := st.s.room(); err != nil {
+			return fmt.Errorf("write mutations of %s@%d: %w", st.index, st.snap, err)
+		}
 		if err := st.batch.Commit(pebble.NoSync); err != nil {
 			return fmt.Errorf("write mutations of %s@%d: %w", st.index, st.snap, err)
 		}
@@ -386,6 +508,9 @@ func (st *Stager) Seal(meta SealMeta) error {
 	enc, err := json.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("encode seal of %s@%d: %w", st.index, st.snap, err)
+	}
+	if err := st.s.room(); err != nil {
+		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
 	}
 	if err := st.batch.Set(st.stageKey, append([]byte{stateSealed}, enc...), nil); err != nil {
 		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
@@ -556,6 +681,11 @@ func (s *Store) remove(index string, snap int64, unsealedOnly bool) error {
 	}
 	if s.closed.Load() {
 		return ErrStoreClosed
+	}
+	// Even a removal writes to Pebble's log; a stage that cannot be
+	// removed now is removed, or discarded by Stage, later.
+	if err := s.room(); err != nil {
+		return fmt.Errorf("remove stage %s@%d: %w", index, snap, err)
 	}
 	stageKey := stagePrefix(spaceStage, index, snap)
 	s.mu.Lock()

@@ -9,9 +9,12 @@ import (
 
 // IsHalt reports whether err is one that retrying cannot fix: a corrupt file
 // (format.IsCorruption; format.CorruptPath names it), an index that was
-// replaced under the updater, or an index of a type streamidx does not
-// implement. The caller stops maintaining that index and tells an operator;
+// replaced under the updater, an index whose table was dropped and created
+// anew, an index metadata file of a newer format, or an index of a type
+// streamidx does not implement. The caller stops maintaining that index and tells an operator;
 // every other error is transient and retried.
 func IsHalt(err error) bool {
-	return format.IsCorruption(err) || errors.Is(err, flush.ErrIndexReplaced) || errors.Is(err, format.ErrUnsupportedIndexType)
+	return format.IsCorruption(err) || errors.Is(err, flush.ErrIndexReplaced) ||
+		errors.Is(err, format.ErrTableReplaced) || errors.Is(err, format.ErrUnknownFormatVersion) ||
+		errors.Is(err, format.ErrUnsupportedIndexType)
 }

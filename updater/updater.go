@@ -125,6 +125,9 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 	if err != nil {
 		return fmt.Errorf("load table: %w", err)
 	}
+	if err := format.CheckTable(md, tbl); err != nil {
+		return err
+	}
 	st.Table = tbl
 	cur := md.CurrentSnapshot()
 	if cur != nil {

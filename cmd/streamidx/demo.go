@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,8 +34,55 @@ cluster: ["bucket(16, customer_id)", customer_id, order_id]
 `,
 }
 
+// demoMarker is the file that marks a directory as the demo's own. The demo
+// clears only a directory that carries it, and then only the entries in
+// demoEntries, so --dir pointed at the wrong place never deletes anything.
+const demoMarker = ".streamidx-demo"
+
+// demoEntries are what a demo run writes into its directory: the SQLite
+// catalog (with its journal files), the warehouse, the staging store and the
+// index definitions.
+var demoEntries = []string{
+	"catalog.db", "catalog.db-wal", "catalog.db-shm", "catalog.db-journal",
+	"warehouse", "staging", "pk.yaml", "by_customer.yaml",
+}
+
+// prepareDemoDir makes dir ready for a fresh demo run: it creates a missing
+// directory, adopts an empty one, and clears what an earlier run left in one
+// that carries the marker. Any other directory is refused untouched.
+func prepareDemoDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create demo directory: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("read demo directory %s: %w", dir, err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("read demo directory %s: %w", dir, err)
+			}
+			return fmt.Errorf("demo directory %s is not empty and holds no %s marker, so an earlier demo did not create it: "+
+				"the demo replaces its directory's contents and touches no directory it does not own; "+
+				"pass --dir with a new or empty directory", dir, demoMarker)
+		}
+		for _, name := range demoEntries {
+			if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+				return fmt.Errorf("clear the previous demo run in %s: %w", dir, err)
+			}
+		}
+	}
+	marker := "This directory was created by `streamidx demo`, which replaces its catalog, warehouse, staging and definitions on every run.\n"
+	if err := os.WriteFile(filepath.Join(dir, demoMarker), []byte(marker), 0o644); err != nil {
+		return fmt.Errorf("mark demo directory: %w", err)
+	}
+	return nil
+}
+
 func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	dir := fs.String("dir", "streamidx-demo", "`directory` for the demo's catalog and warehouse (removed first)")
+	dir := fs.String("dir", "streamidx-demo", "`directory` for the demo's catalog and warehouse: new, empty, or one an earlier demo made (whose files it replaces)")
 	rowsN := fs.Int64("rows", 1_000_000, "orders to write")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
@@ -42,10 +91,7 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	if err != nil {
 		return exitError, err
 	}
-	if err := os.RemoveAll(abs); err != nil {
-		return exitError, fmt.Errorf("clear demo directory: %w", err)
-	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := prepareDemoDir(abs); err != nil {
 		return exitError, err
 	}
 	base := []string{"--catalog-uri", "sqlite://" + filepath.Join(abs, "catalog.db"), "--warehouse", "file://" + filepath.Join(abs, "warehouse")}
@@ -57,7 +103,7 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		c := commands[args[0]]
 		sub := flag.NewFlagSet("streamidx "+c.name, flag.ContinueOnError)
 		sub.SetOutput(g.stderr)
-		sg := &globals{stderr: g.stderr}
+		sg := &globals{stderr: g.stderr, logLevel: g.logLevel}
 		sg.register(sub)
 		code, err := c.run(ctx, sg, sub, append(append([]string{}, args[1:]...), base...), stdout)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -225,16 +226,27 @@ func (e *env) loadTable(ctx context.Context, name string) (*table.Table, table.I
 	return tbl, id, nil
 }
 
-// loadIndex loads a table and one of its indexes. For an index of a type
-// streamidx does not implement it returns the metadata together with an
-// error wrapping format.ErrUnsupportedIndexType, so callers can still name
-// it; the table is returned whenever it loaded.
+// loadIndex loads a table and one of its indexes, and refuses the pair
+// unless format.CheckTable accepts it (an index of a dropped and re-created
+// table is format.ErrTableReplaced). For an index of a type streamidx does
+// not implement it returns the metadata together with an error wrapping
+// format.ErrUnsupportedIndexType, so callers can still name it; the table
+// is returned whenever it loaded.
 func (e *env) loadIndex(ctx context.Context, tableName, index string) (*table.Table, table.Identifier, *format.Metadata, string, error) {
 	tbl, id, err := e.loadTable(ctx, tableName)
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
 	md, loc, err := e.indexes.Load(ctx, id, index)
+	if md == nil {
+		return tbl, id, nil, "", err
+	}
+	if cerr := format.CheckTable(md, tbl); errors.Is(cerr, format.ErrTableReplaced) {
+		return tbl, id, nil, "", fmt.Errorf("index %s of %s: %w (streamidx drop --table %s --index %s, then streamidx create)",
+			index, tableName, cerr, tableName, index)
+	} else if cerr != nil {
+		return tbl, id, nil, "", fmt.Errorf("index %s of %s (%s): %w", index, tableName, loc, cerr)
+	}
 	return tbl, id, md, loc, err
 }
 

@@ -30,6 +30,12 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	if *commits < 1 || *rowsN < 0 {
 		return exitError, fmt.Errorf("want --rows >= 0 and --commits >= 1")
 	}
+	if *upsert < 0 {
+		return exitError, fmt.Errorf("--upsert %d: want a positive number of orders to upsert (or 0 to append)", *upsert)
+	}
+	if *upsert > 0 && *rowsN < 1 {
+		return exitError, fmt.Errorf("--upsert %d picks existing orders among the first --rows, and --rows is %d: give the number of orders the table holds", *upsert, *rowsN)
+	}
 	e, err := openEnv(ctx, g)
 	if err != nil {
 		return exitError, err

@@ -222,7 +222,14 @@ func (v *verifier) rawRowHashes(path string, liveSchema *arrow.Schema) (hashes [
 			}
 		}
 	}
-	rr, err := fr.GetRecordReader(v.ctx, rawCols, nil)
+	// The reader takes Parquet leaf columns, not top-level fields: a struct,
+	// list or map field spans several leaves. Asking for every leaf of the
+	// chosen fields yields exactly those fields, in the order given.
+	var leaves []int
+	for _, ri := range rawCols {
+		leaves = appendLeaves(leaves, &fr.Manifest.Fields[ri])
+	}
+	rr, err := fr.GetRecordReader(v.ctx, leaves, nil)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -252,6 +259,17 @@ func (v *verifier) rawRowHashes(path string, liveSchema *arrow.Schema) (hashes [
 		return nil, nil, err
 	}
 	return hashes, liveCols, nil
+}
+
+// appendLeaves appends the Parquet leaf column indices under f.
+func appendLeaves(dst []int, f *pqarrow.SchemaField) []int {
+	if f.IsLeaf() {
+		return append(dst, f.ColIndex)
+	}
+	for i := range f.Children {
+		dst = appendLeaves(dst, &f.Children[i])
+	}
+	return dst
 }
 
 // fieldIDs gives the field ID of each top-level live column: from its

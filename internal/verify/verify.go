@@ -111,9 +111,13 @@ func (o *Options) ensureDefaults() {
 	}
 }
 
-// Verify checks index snapshot snap of the index md on tbl.
+// Verify checks index snapshot snap of the index md on tbl. An index of
+// another table (format.CheckTable) is an error, not a report.
 func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *format.Snapshot, opts Options) (*Report, error) {
 	opts.ensureDefaults()
+	if err := format.CheckTable(md, tbl); err != nil {
+		return nil, err
+	}
 	source := tbl.SnapshotByID(snap.SourceTableSnapshotID)
 	if source == nil {
 		return nil, fmt.Errorf("source table snapshot %d of index snapshot %d is not in the table (expired?)", snap.SourceTableSnapshotID, snap.SnapshotID)

@@ -177,8 +177,16 @@ func Upsert(ctx context.Context, tbl *table.Table, ids []int64, version int, see
 }
 
 // UpsertIDs picks n existing order ids among [0, rows): at the tail of the
-// key range, or spread uniformly.
+// key range, or spread uniformly. Asking for more than rows upserts every
+// order once; an upsert of no orders, or of a table without orders, is an
+// error.
 func UpsertIDs(rows, n int64, pattern string, seed uint64) ([]int64, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("upsert %d orders: want at least 1", n)
+	}
+	if rows < 1 {
+		return nil, fmt.Errorf("upsert %d orders among %d: there are no orders to upsert (the ids are taken from [0, rows))", n, rows)
+	}
 	n = min(n, rows)
 	ids := make([]int64, 0, n)
 	switch pattern {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"strings"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/streamidx/streamidx/internal/testtables"
@@ -64,5 +65,29 @@ func TestUpsertReplacesRows(t *testing.T) {
 	}
 	if tail, _ := UpsertIDs(1000, 3, "tail", 1); tail[0] != 997 || tail[2] != 999 {
 		t.Errorf("tail ids %v", tail)
+	}
+}
+
+func TestUpsertIDsRefusesImpossibleCounts(t *testing.T) {
+	for _, c := range []struct {
+		rows, n int64
+		pattern string
+		want    string
+	}{
+		{0, 5, "uniform", "no orders"},
+		{0, 5, "tail", "no orders"},
+		{-3, 5, "uniform", "no orders"},
+		{100, 0, "uniform", "at least 1"},
+		{100, -2, "tail", "at least 1"},
+	} {
+		ids, err := UpsertIDs(c.rows, c.n, c.pattern, 1)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("UpsertIDs(%d, %d, %s) = %v, %v; want an error saying %q", c.rows, c.n, c.pattern, ids, err, c.want)
+		}
+	}
+	// More upserts than orders upsert every order once.
+	ids, err := UpsertIDs(3, 10, "uniform", 1)
+	if err != nil || len(ids) != 3 {
+		t.Errorf("UpsertIDs(3, 10) = %v, %v; want the 3 orders", ids, err)
 	}
 }

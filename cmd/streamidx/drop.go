@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/streamidx/streamidx/internal/config"
+)
+
+func init() {
+	register(command{name: "drop", summary: "remove an index from the index catalog (its data files stay)", run: runDrop})
+}
+
+// runDrop removes an index's catalog entry. It does not need the table: an
+// index whose table was dropped and re-created is dropped this way before
+// it is created again.
+func runDrop(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
+	tableName := fs.String("table", "", "source table `NS.TABLE`")
+	indexName := fs.String("index", "", "index `name`")
+	if err := fs.Parse(args); err != nil {
+		return exitError, err
+	}
+	if err := requireFlags(fs, "table", "index"); err != nil {
+		return exitError, err
+	}
+	id, err := config.ParseTable(*tableName)
+	if err != nil {
+		return exitError, err
+	}
+	e, err := openEnv(ctx, g)
+	if err != nil {
+		return exitError, err
+	}
+	defer e.Close()
+	if err := e.indexes.Drop(ctx, id, *indexName); err != nil {
+		return exitError, err
+	}
+	fmt.Fprintf(stdout, "dropped index %s of %s\n", *indexName, *tableName)
+	return exitOK, nil
+}
