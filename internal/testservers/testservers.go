@@ -54,16 +54,21 @@ func NewS3(t testing.TB) (s S3, ok bool) {
 	}, true
 }
 
-// S3Props are the iceberg-go IO properties for an S3-compatible server at
-// endpoint that accepts any credentials (SeaweedFS without identities,
-// MinIO with its default ones given here).
+// The credentials of the test S3 servers: SeaweedFS without identities
+// takes any, MinIO is started with these.
+const (
+	S3AccessKey = "streamidx"
+	S3SecretKey = "streamidx-secret"
+)
+
+// S3Props are the iceberg-go IO properties for the S3 server at endpoint.
 func S3Props(endpoint string) map[string]string {
 	return map[string]string{
 		"s3.endpoint":          endpoint,
 		"s3.region":            "us-east-1",
 		"s3.path-style-access": "true",
-		"s3.access-key-id":     "streamidx",
-		"s3.secret-access-key": "streamidx-secret",
+		"s3.access-key-id":     S3AccessKey,
+		"s3.secret-access-key": S3SecretKey,
 	}
 }
 
