@@ -175,8 +175,8 @@ type CLI struct {
 	dir  string // logs of daemons
 }
 
-// config is the part of streamidx's YAML configuration the scenarios set.
-type config struct {
+// configFile is the part of streamidx's YAML configuration the scenarios set.
+type configFile struct {
 	Catalog struct {
 		URI          string            `yaml:"uri"`
 		Warehouse    string            `yaml:"warehouse"`
@@ -198,7 +198,7 @@ type config struct {
 
 func newCLI(t *testing.T, p Parts, group string) *CLI {
 	t.Helper()
-	var c config
+	var c configFile
 	c.Catalog.URI = p.CatalogURI
 	c.Catalog.Warehouse = p.Warehouse
 	c.Catalog.IndexCatalog = p.IndexCatalog
