@@ -33,11 +33,11 @@ lint:
 # itest tag, a test whose server is not configured fails instead of leaving
 # it out. scripts/itest-stack.sh installs Postgres (apt-get) and builds
 # SeaweedFS (cached in ~/.cache/streamidx) when missing, starts both on
-# loopback, runs the tests and stops them.
+# loopback, runs the tests and stops them. Stack 1 ran in make test already.
 ITEST_PKGS = ./itest/ ./indexcatalog/ ./internal/objstore/
 itest: build
 	STREAMIDX_ITEST_BINARY=$(CURDIR)/bin/streamidx scripts/itest-stack.sh run \
-		$(GO) test -tags itest -count=1 -timeout 30m $(ITEST_PKGS)
+		$(GO) test -tags itest -count=1 -timeout 30m -skip TestScenariosEmbedded $(ITEST_PKGS)
 
 # docker-compose.yml must be a valid Compose file (needs no Docker engine).
 compose-config:
