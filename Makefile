@@ -1,6 +1,8 @@
 # streamidx — build, test and measure.
 #
-#   make test   the test suite (what CI runs)
+#   make test   the test suite (what CI runs); stack 1 of the itest scenarios
+#   make itest  the itest scenarios and catalog tests on real servers
+#               (Postgres, SeaweedFS S3; Docker containers where an engine answers)
 #   make lint   gofmt + go vet
 #   make fuzz   every fuzz target for FUZZTIME each (default 60s)
 #   make build  the streamidx binary in bin/
@@ -12,7 +14,7 @@ PKGS      ?= ./...
 FUZZ_TARGETS = ./format:FuzzParseMetadata ./format:FuzzDecodeKey ./format:FuzzReadTrackingFile \
 	./format:FuzzOpenRangeFile ./planner:FuzzParse ./planner:FuzzLiteralValue
 
-.PHONY: all build test lint fuzz crosscheck clean demo bench
+.PHONY: all build test itest lint fuzz crosscheck clean demo bench compose-config
 
 all: lint test
 
@@ -25,6 +27,22 @@ test:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags itest $(ITEST_PKGS)
+
+# Packages with tests on the servers of stack 2 (and 3). Built with the
+# itest tag, a test whose server is not configured fails instead of leaving
+# it out. scripts/itest-stack.sh installs Postgres (apt-get) and builds
+# SeaweedFS (cached in ~/.cache/streamidx) when missing, starts both on
+# loopback, runs the tests and stops them. Stack 1 ran in make test already.
+ITEST_PKGS = ./itest/ ./indexcatalog/ ./internal/objstore/
+itest: build
+	STREAMIDX_ITEST_BINARY=$(CURDIR)/bin/streamidx scripts/itest-stack.sh run \
+		$(GO) test -tags itest -count=1 -timeout 30m -skip TestScenariosEmbedded $(ITEST_PKGS)
+
+# docker-compose.yml must be a valid Compose file (needs no Docker engine).
+compose-config:
+	@command -v docker-compose >/dev/null || (apt-get update -qq && apt-get install -y -qq docker-compose >/dev/null)
+	docker-compose -f docker-compose.yml config -q
 
 fuzz:
 	@for pt in $(FUZZ_TARGETS); do \

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/testservers"
 )
 
 // backend opens a catalog implementation for a test.
@@ -28,8 +30,8 @@ type backend struct {
 	open func(t *testing.T) (cat, other Catalog, location func(table []string, name string) string)
 }
 
-// backends lists every implementation; Postgres only when
-// STREAMIDX_TEST_POSTGRES_DSN names a database.
+// backends lists every implementation; on Postgres and on S3 (SeaweedFS)
+// when make itest started those servers (package testservers).
 func backends(t *testing.T) []backend {
 	bs := []backend{
 		{name: "fs", open: func(t *testing.T) (Catalog, Catalog, func([]string, string) string) {
@@ -45,23 +47,36 @@ func backends(t *testing.T) []backend {
 			return openSQLite(t, "file://"+t.TempDir())
 		}},
 	}
-	if dsn := os.Getenv("STREAMIDX_TEST_POSTGRES_DSN"); dsn != "" {
+	if dsn := testservers.Postgres(t); dsn != "" {
 		bs = append(bs, backend{name: "postgres", open: func(t *testing.T) (Catalog, Catalog, func([]string, string) string) {
 			return openPostgres(t, dsn)
 		}})
-	} else {
-		t.Log("Postgres not tested: set STREAMIDX_TEST_POSTGRES_DSN (e.g. postgres://user@host/db?sslmode=disable) to test it")
+	}
+	if _, ok := testservers.NewS3(t); ok {
+		bs = append(bs, backend{name: "fs-s3", open: func(t *testing.T) (Catalog, Catalog, func([]string, string) string) {
+			s3, _ := testservers.NewS3(t)
+			return openFS(t, s3.Root, WithStore(objstore.New(objstore.Options{IOProperties: s3.Props})))
+		}})
 	}
 	return bs
 }
 
-func openFS(t *testing.T, root string) (Catalog, Catalog, func([]string, string) string) {
+// files reads index files wherever the backends put them: local disk, or
+// the S3 server of make itest.
+var files = func() *objstore.Store {
+	if endpoint := os.Getenv(testservers.S3EndpointEnv); endpoint != "" {
+		return objstore.New(objstore.Options{IOProperties: testservers.S3Props(endpoint)})
+	}
+	return objstore.Local()
+}()
+
+func openFS(t *testing.T, root string, opts ...Option) (Catalog, Catalog, func([]string, string) string) {
 	t.Helper()
-	cat, err := NewFS(root)
+	cat, err := NewFS(root, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := NewFS(root)
+	other, err := NewFS(root, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,27 +179,26 @@ func snapshotIDs(md *format.Metadata) []int64 {
 	return ids
 }
 
-func localPath(loc string) string { return strings.TrimPrefix(loc, "file://") }
-
 // metadataFiles lists the metadata directory of an index, temporary files
-// included.
+// included, in byte order.
 func metadataFiles(t *testing.T, indexLoc string) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(localPath(indexLoc), "metadata"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	entries, err := files.ReadDir(context.Background(), objstore.Join(indexLoc, "metadata"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
+	slices.Sort(names)
 	return names
 }
 
 func exists(t *testing.T, loc string) bool {
 	t.Helper()
-	_, err := os.Stat(localPath(loc))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	_, err := files.ReadFile(context.Background(), loc)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal(err)
 	}
 	return err == nil
@@ -192,7 +206,7 @@ func exists(t *testing.T, loc string) bool {
 
 func readAt(t *testing.T, loc string) *format.Metadata {
 	t.Helper()
-	md, err := readMetadata(context.Background(), objstore.Local(), loc)
+	md, err := readMetadata(context.Background(), files, loc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,13 +3,13 @@ package indexcatalog
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 func TestPrepareCommit(t *testing.T) {
@@ -125,7 +125,7 @@ func TestLoadReportsUnsupportedAndCorruptFiles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(localPath(loc), []byte(`{"format-version": 1`), 0o644); err != nil {
+			if err := files.Publish(ctx, loc, []byte(`{"format-version": 1`), objstore.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			var corrupt *CorruptMetadataError
@@ -164,14 +164,14 @@ func TestClosedCatalog(t *testing.T) {
 // writer or damage would.
 func rewriteMetadata(t *testing.T, loc, old, new string) {
 	t.Helper()
-	data, err := os.ReadFile(localPath(loc))
+	data, err := files.ReadFile(context.Background(), loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(string(data), old) {
 		t.Fatalf("%s does not hold %s:\n%s", loc, old, data)
 	}
-	if err := os.WriteFile(localPath(loc), []byte(strings.Replace(string(data), old, new, 1)), 0o644); err != nil {
+	if err := files.Publish(context.Background(), loc, []byte(strings.Replace(string(data), old, new, 1)), objstore.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -27,9 +27,11 @@ type FSCatalog struct {
 	closed atomic.Bool
 }
 
-// NewFS opens the file-system index catalog rooted at root, a local path or
-// a file:// URI. Storage that cannot create a file only if it is absent is
-// refused, because the catalog's compare-and-swap is exactly that.
+// NewFS opens the file-system index catalog rooted at root: a local path, a
+// file:// URI, or an object store location (s3://bucket/prefix, whose
+// store must honour If-None-Match: * on puts, as S3, MinIO and SeaweedFS
+// do). Storage that cannot create a file only if it is absent is refused,
+// because the catalog's compare-and-swap is exactly that.
 func NewFS(root string, opts ...Option) (*FSCatalog, error) {
 	if root == "" {
 		return nil, errors.New("open index catalog: empty root")

@@ -15,7 +15,11 @@ func TestMain(m *testing.M) {
 	iceio.Register(gatedScheme, func(context.Context, *url.URL, map[string]string) (iceio.IO, error) {
 		return gatedFS{}, nil
 	})
-	goleak.VerifyTestMain(m)
+	// The S3 client of the backend on S3 (make itest) keeps idle keep-alive
+	// connections for the life of the process, as any HTTP client does.
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
 }
 
 // gatedScheme is local storage whose next metadata publication can be held

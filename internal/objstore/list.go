@@ -19,6 +19,9 @@ func (s *Store) ReadDir(ctx context.Context, dir string) ([]fs.DirEntry, error) 
 	if err != nil {
 		return nil, err
 	}
+	if isObjectStore(fsys) {
+		return readObjectDir(ctx, fsys, dir)
+	}
 	f, err := fsys.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil

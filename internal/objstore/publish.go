@@ -12,11 +12,12 @@ import (
 type CreateOptions struct {
 	// Exclusive makes Close fail with an error wrapping fs.ErrExist when
 	// the location already holds a file, which makes publishing the file a
-	// compare-and-swap (the file-system index catalog's commit). Once such a
-	// file is visible it is published: a failed directory fsync after that
-	// is logged, not returned, since returning it would report as not done a
-	// commit that readers already see. Storage without an exclusive create
-	// refuses at Create with ErrNoConditionalCreate. Default: false.
+	// compare-and-swap (the file-system index catalog's commit): a hard link
+	// on a local file system, a conditional put on an object store. Once
+	// such a file is visible it is published: a failed directory fsync after
+	// that is logged, not returned, since returning it would report as not
+	// done a commit that readers already see. Storage without an exclusive
+	// create refuses at Create with ErrNoConditionalCreate. Default: false.
 	Exclusive bool
 }
 
@@ -27,7 +28,8 @@ type Writer struct {
 	w         iceio.FileWriter
 	location  string
 	exclusive bool
-	tmp       string // local only: the temporary name
+	tmp       string             // local only: the temporary name
+	cancel    context.CancelFunc // object stores only: aborts the upload
 	written   int64
 	finalized bool
 }
@@ -36,11 +38,19 @@ type Writer struct {
 // rename (the local file system) it is written under a temporary name beside
 // location and published by Close, replacing a file of that name unless
 // Exclusive; elsewhere (object stores) it is uploaded to location, where it
-// becomes visible when Close completes the upload.
+// becomes visible when Close completes the upload, conditional on the key
+// being absent when Exclusive.
 func (s *Store) Create(ctx context.Context, location string, opts CreateOptions) (*Writer, error) {
 	fsys, err := s.io(ctx, location)
 	if err != nil {
 		return nil, err
+	}
+	if isObjectStore(fsys) {
+		fw, cancel, err := createObject(ctx, fsys, location, opts.Exclusive)
+		if err != nil {
+			return nil, err
+		}
+		return &Writer{s: s, fsys: fsys, w: fw, location: location, exclusive: opts.Exclusive, cancel: cancel}, nil
 	}
 	wf, ok := fsys.(iceio.WriteFileIO)
 	if !ok {
@@ -98,12 +108,17 @@ func (w *Writer) Location() string { return w.location }
 // Close makes the file durable and visible at its location: on a local file
 // system it fsyncs the temporary file, renames it to its final name (or,
 // when exclusive, links it there, failing with fs.ErrExist when the name is
-// taken) and fsyncs the directory.
+// taken) and fsyncs the directory; on an object store it completes the
+// upload (failing with fs.ErrExist when exclusive and the key exists).
 func (w *Writer) Close() error {
 	if w.finalized {
 		return nil
 	}
 	w.finalized = true
+	if w.cancel != nil {
+		defer w.cancel()
+		return closeObject(w.w, w.location)
+	}
 	if w.tmp == "" {
 		if err := w.w.Close(); err != nil {
 			return fmt.Errorf("close %s: %w", w.location, err)
@@ -144,6 +159,13 @@ func (w *Writer) Abort() {
 		return
 	}
 	w.finalized = true
+	if w.cancel != nil {
+		// An upload cancelled before Close never appears; removing the
+		// location instead could delete a file another writer published.
+		w.cancel()
+		_ = w.w.Close()
+		return
+	}
 	_ = w.w.Close()
 	if w.tmp != "" {
 		_ = w.fsys.Remove(w.tmp)

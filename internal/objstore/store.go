@@ -9,8 +9,10 @@
 // the same code, with one IO per scheme and host. On a local file system a
 // new file is written under a temporary name, fsynced, linked to its final
 // name (never replacing one) and its directory fsynced, so a reader or a
-// crash never sees half a file; object stores make a completed upload
-// visible at once, but cannot yet create a file only if it is absent.
+// crash never sees half a file. On an object store (S3) a file is uploaded
+// to its location and appears whole when the upload completes, and a file
+// that must not replace another is created with a conditional put
+// (If-None-Match: *), which the store refuses when the key exists.
 //
 // Concurrency: a Store is safe for concurrent use and is meant to be shared
 // by a process. A Writer and a RangeFile belong to one goroutine.
@@ -31,9 +33,10 @@ import (
 )
 
 // ErrNoConditionalCreate is returned (wrapped) when a file must be created
-// only if it is absent on storage that cannot promise that through
-// iceberg-go's IO.
-var ErrNoConditionalCreate = errors.New("storage cannot create a file only if it is absent (object stores need If-None-Match, not supported yet)")
+// only if it is absent on storage that cannot promise that: neither a local
+// file system (a hard link) nor an object store reached through gocloud (a
+// conditional put).
+var ErrNoConditionalCreate = errors.New("storage cannot create a file only if it is absent")
 
 // Options configure a Store. The zero value selects the defaults.
 type Options struct {
@@ -102,6 +105,9 @@ func (s *Store) CanCreateExclusive(ctx context.Context, location string) (bool, 
 	fsys, err := s.io(ctx, location)
 	if err != nil {
 		return false, err
+	}
+	if isObjectStore(fsys) {
+		return true, nil
 	}
 	_, renames := fsys.(iceio.RenameNoReplaceIO)
 	_, writes := fsys.(iceio.WriteFileIO)

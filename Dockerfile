@@ -1,0 +1,22 @@
+# streamidx: a static binary on a distroless base, run as a non-root user.
+#   docker build -t streamidx .
+#   docker run --rm streamidx --help
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+# CGO off: a static binary (SQLite through the pure-Go driver).
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/streamidx ./cmd/streamidx \
+	&& mkdir -p /out/var/lib/streamidx
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/streamidx /usr/local/bin/streamidx
+# The staging store and the default data directory, owned by the image's
+# non-root user (nonroot, uid 65532).
+COPY --from=build --chown=65532:65532 /out/var/lib/streamidx /var/lib/streamidx
+USER 65532:65532
+WORKDIR /var/lib/streamidx
+EXPOSE 9464
+ENTRYPOINT ["/usr/local/bin/streamidx"]
+CMD ["run", "--config", "/etc/streamidx/streamidx.yaml"]
