@@ -269,3 +269,36 @@ func TestParseMetadataRefusesOtherFormatVersions(t *testing.T) {
 		t.Errorf("version 1: %v", err)
 	}
 }
+
+// TestMetadataRequiresSubFields: the required fields of a snapshot, a
+// metadata-log entry and an encryption key are required on read too; a
+// missing one is not read as 0 or "".
+func TestMetadataRequiresSubFields(t *testing.T) {
+	head := `{"format-version":1,"index-uuid":"u","table-uuid":"t","location":"s3://b/x","last-updated-ms":1,"type":"SCALAR",
+		"identity-fields":[1],"cluster-spec":[1],`
+	snap := `{"snapshot-id":1,"source-table-snapshot-id":7,"timestamp-ms":1,"tracking-file":"s3://b/x/t.avro"}`
+	for _, c := range []struct{ name, body, want string }{
+		{"snapshot-id", `"snapshots":[{"source-table-snapshot-id":7,"timestamp-ms":1,"tracking-file":"f"}]`, `snapshot 0 has no "snapshot-id"`},
+		{"timestamp-ms", `"snapshots":[{"snapshot-id":1,"source-table-snapshot-id":7,"tracking-file":"f"}]`, `snapshot 0 has no "timestamp-ms"`},
+		{"source-table-snapshot-id", `"snapshots":[{"snapshot-id":1,"timestamp-ms":1,"tracking-file":"f"}]`, `no "source-table-snapshot-id"`},
+		{"tracking-file", `"snapshots":[{"snapshot-id":1,"source-table-snapshot-id":7,"timestamp-ms":1}]`, `no "tracking-file"`},
+		{"null snapshot-id", `"snapshots":[{"snapshot-id":null,"source-table-snapshot-id":7,"timestamp-ms":1,"tracking-file":"f"}]`, `no "snapshot-id"`},
+		{"snapshot not an object", `"snapshots":[7]`, `snapshots`},
+		{"metadata-log {}", `"snapshots":[` + snap + `],"metadata-log":[{}]`, `metadata-log entry 0 has no "metadata-file"`},
+		{"metadata-log timestamp", `"metadata-log":[{"metadata-file":"s3://b/x/m.json"}]`, `metadata-log entry 0 has no "timestamp-ms"`},
+		{"encryption-keys {}", `"encryption-keys":[{}]`, `encryption-keys entry 0 has no "key-id"`},
+		{"encrypted-key-metadata", `"encryption-keys":[{"key-id":"k"}]`, `no "encrypted-key-metadata"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseMetadata([]byte(head + c.body + "}"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	ok := head + `"snapshots":[` + snap + `],"metadata-log":[{"metadata-file":"s3://b/x/m.json","timestamp-ms":1}],` +
+		`"encryption-keys":[{"key-id":"k","encrypted-key-metadata":"AA=="}]}`
+	if _, err := ParseMetadata([]byte(ok)); err != nil {
+		t.Errorf("complete metadata: %v", err)
+	}
+}
