@@ -29,6 +29,7 @@ var (
 	ErrExprForbiddenColumn = errors.New("expressions must not reference _deleted, change-log columns or delete-file columns")
 	ErrExprUnknownField    = errors.New("expressions must reference source fields or metadata columns that exist")
 	ErrExprType            = errors.New("expressions must produce their declared data-type")
+	ErrExprDepth           = fmt.Errorf("expressions must not nest function applications more than %d deep", MaxExprDepth)
 	ErrClusterEmpty        = errors.New("cluster-spec must not be empty")
 	ErrClusterUnknown      = errors.New("cluster-spec must reference declared index fields")
 	ErrClusterDuplicate    = errors.New("cluster-spec must not repeat a field")
@@ -204,8 +205,19 @@ func (v *validator) expressionField(f ExprField) {
 		v.fail(ErrExprType, "field %d has no expression or data-type", id)
 		return
 	}
+	if d := ExprDepth(f.Expr); d > MaxExprDepth {
+		v.fail(ErrExprDepth, "field %d nests %d deep", id, d)
+		return
+	}
 	bad := false
 	for _, ref := range Refs(f.Expr) {
+		if ref == FieldIDPartition {
+			// An allowed metadata column, typed by the table's partition
+			// specs, which a schema does not give: NewIndexSchema says
+			// that streamidx cannot evaluate it.
+			bad = true
+			continue
+		}
 		if name, forbidden := forbiddenColumns[ref]; forbidden {
 			v.fail(ErrExprForbiddenColumn, "field %d references %s (%d)", id, name, ref)
 			bad = true
