@@ -60,7 +60,17 @@ var forbiddenColumns = map[int]string{
 // identity field is then not looked up, and an expression is type-checked
 // only when it references metadata columns alone.
 func Validate(m *Metadata, source *iceberg.Schema) error {
-	v := &validator{m: m, source: source}
+	names := func(int) string { return "" }
+	if source != nil {
+		names = func(id int) string { name, _ := source.FindColumnName(id); return name }
+	}
+	return validate(m, source, names)
+}
+
+// validate is Validate with the column names that messages use: a caller
+// with the table's history names columns that its current schema lacks.
+func validate(m *Metadata, source *iceberg.Schema, names func(id int) string) error {
+	v := &validator{m: m, source: source, names: names}
 	v.metadata()
 	v.identity()
 	v.expressionFields()
@@ -72,12 +82,31 @@ func Validate(m *Metadata, source *iceberg.Schema) error {
 type validator struct {
 	m      *Metadata
 	source *iceberg.Schema
+	names  func(id int) string // column names for messages; "" when unknown
 	errs   []error
 	types  map[int]iceberg.Type // index field ID -> type, for the cluster-spec check
 }
 
 func (v *validator) fail(rule error, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%w: %s", rule, fmt.Sprintf(format, args...)))
+}
+
+// column names a source field for messages: column "amount" (field 3).
+func (v *validator) column(id int) string {
+	if name := v.names(id); name != "" {
+		return fmt.Sprintf("column %q (field %d)", name, id)
+	}
+	return fmt.Sprintf("field %d", id)
+}
+
+// describe renders an expression with its references named.
+func (v *validator) describe(e Expr) string {
+	return Describe(e, func(id int) string {
+		if name, _, ok := MetadataColumn(id); ok {
+			return name
+		}
+		return v.names(id)
+	})
 }
 
 func (v *validator) metadata() {
@@ -134,11 +163,11 @@ func (v *validator) identity() {
 		}
 		f, ok := v.source.FindFieldByID(id)
 		if !ok {
-			v.fail(ErrIdentityNotData, "field %d is not in the source schema", id)
+			v.fail(ErrIdentityNotData, "identity %s is not in the source schema", v.column(id))
 			continue
 		}
 		if !IsPrimitive(f.Type) || inCollection[id] {
-			v.fail(ErrIdentityType, "field %d (%s) has type %s", id, f.Name, f.Type)
+			v.fail(ErrIdentityType, "identity %s has type %s", v.column(id), f.Type)
 		}
 		v.types[id] = f.Type
 	}
@@ -226,7 +255,7 @@ func (v *validator) expressionField(f ExprField) {
 				bad = true // a source field: checked where the table is at hand
 				continue
 			}
-			v.fail(ErrExprUnknownField, "field %d references field %d", id, ref)
+			v.fail(ErrExprUnknownField, "field %d (%s) references %s, which the source schema does not have", id, v.describe(f.Expr), v.column(ref))
 			bad = true
 		}
 	}
@@ -235,12 +264,30 @@ func (v *validator) expressionField(f ExprField) {
 	}
 	got, err := ResultType(f.Expr, v.fieldType)
 	if err != nil {
-		v.fail(ErrExprType, "field %d: %v", id, err)
+		v.fail(ErrExprType, "field %d (%s)%s: %v", id, v.describe(f.Expr), v.sourceTypes(f.Expr), err)
 		return
 	}
 	if !got.Equals(f.DataType) {
-		v.fail(ErrExprType, "field %d: %s produces %s, declared %s", id, f.Expr, got, f.DataType)
+		v.fail(ErrExprType, "field %d: %s produces %s, declared %s%s", id, v.describe(f.Expr), got, f.DataType, v.sourceTypes(f.Expr))
 	}
+}
+
+// sourceTypes lists the source columns an expression reads with their
+// types, which a schema change is the likely cause of a type error in.
+func (v *validator) sourceTypes(e Expr) string {
+	var parts []string
+	for _, ref := range Refs(e) {
+		if IsReservedFieldID(ref) {
+			continue
+		}
+		if t, ok := v.fieldType(ref); ok {
+			parts = append(parts, fmt.Sprintf("%s is %s", v.column(ref), t))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // fieldType resolves references of index expressions: source fields and the

@@ -184,12 +184,16 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	if err != nil {
 		return nil, err
 	}
+	// The index fields take the types of the table snapshot the answer is
+	// for: a schema only widens a column's type (int to long, float to
+	// double, a wider decimal), and range files written under the older
+	// schema are read with the promotion applied.
 	sourceSchema := lineage.SnapshotSchema(tbl, source)
-	is, err := format.NewIndexSchema(md, sourceSchema)
-	if err != nil {
-		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, source.SnapshotID, err)
-	}
 	targetSchema := lineage.SnapshotSchema(tbl, target)
+	is, err := format.NewIndexSchema(md, targetSchema)
+	if err != nil {
+		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, err)
+	}
 	r, err := resolve(pred, is, targetSchema, sourceSchema)
 	if err != nil {
 		return nil, err
