@@ -332,9 +332,9 @@ func TestExprJSONInterop(t *testing.T) {
 	}
 	long := func(int) (iceberg.Type, bool) { return iceberg.PrimitiveTypes.Int64, true }
 	for in, want := range map[string]string{
-		`{"type":"apply","function":["ns","bucket"],"arguments":[16,{"type":"reference","id":1}]}`:                                  `function "ns.bucket": only functions of the iceberg_functions catalog`,
-		`{"type":"apply","function":{"catalog":"spark","identifier":["bucket"]},"arguments":[16,{"type":"reference","id":1}]}`:      `function "spark.bucket"`,
-		`{"type":"apply","function":"void","arguments":[{"type":"reference","id":1}]}`:                                              `"void" is not an iceberg_functions function`,
+		`{"type":"apply","function":["ns","bucket"],"arguments":[16,{"type":"reference","id":1}]}`:                                        `function "ns.bucket": only functions of the iceberg_functions catalog`,
+		`{"type":"apply","function":{"catalog":"spark","identifier":["bucket"]},"arguments":[16,{"type":"reference","id":1}]}`:            `function "spark.bucket"`,
+		`{"type":"apply","function":"void","arguments":[{"type":"reference","id":1}]}`:                                                    `"void" is not an iceberg_functions function`,
 		`{"type":"apply","function":"bucket","arguments":[{"type":"literal","value":16,"data-type":"long"},{"type":"reference","id":1}]}`: "the spec's parameter is an int",
 	} {
 		e, err := ParseExpr([]byte(in))

@@ -73,7 +73,7 @@ func TestTypePromotionAcrossSnapshots(t *testing.T) {
 		"by_id": {
 			{"id = 5", `"id":5`}, {"id = 1099511627776", `"id":1099511627776`}, {"id = 7", `"label":"b"`},
 		},
-		"by_price": {{"price = 1.25", `"price":1.25`}, {"price = 1e300", `"price":1e+300`}},
+		"by_price":  {{"price = 1.25", `"price":1.25`}, {"price = 1e300", `"price":1e+300`}},
 		"by_amount": {{"amount = 50.50", `"amount":"50.50"`}, {"amount = 10000000000.00", `"amount":"10000000000.00"`}},
 	}
 	lookups := func(stage string) {
