@@ -15,7 +15,8 @@ import (
 // every broken rule, so callers and tests can tell them apart with errors.Is.
 var (
 	ErrFormatVersion       = errors.New("format-version must be 1")
-	ErrLocation            = errors.New("location must be an absolute path or URI")
+	ErrLocation            = errors.New("location must be an absolute URI (with a scheme)")
+	ErrPath                = errors.New("paths must be URIs or relative paths that resolve against the location")
 	ErrIndexType           = errors.New("type must be a known index type")
 	ErrIdentityEmpty       = errors.New("identity-fields must not be empty")
 	ErrIdentityDuplicate   = errors.New("identity-fields must be unique")
@@ -114,24 +115,26 @@ func (v *validator) metadata() {
 		v.fail(ErrFormatVersion, "got %d", v.m.FormatVersion)
 	}
 	if !isAbsoluteLocation(v.m.Location) {
-		v.fail(ErrLocation, "got %q", v.m.Location)
+		hint := ""
+		if path.IsAbs(v.m.Location) {
+			hint = fmt.Sprintf(": the table spec reads a path without a scheme as relative; write file://%s", v.m.Location)
+		}
+		v.fail(ErrLocation, "got %q%s", v.m.Location, hint)
 	}
 	if !strings.EqualFold(v.m.Type, TypeScalar) {
 		v.fail(ErrIndexType, "got %q; streamidx implements %s", v.m.Type, TypeScalar)
 	}
 }
 
-// isAbsoluteLocation accepts an absolute file path or a URI with a scheme and
-// an absolute path (s3://bucket/x, file:///x).
+// isAbsoluteLocation accepts a URI with a scheme and an absolute path
+// (s3://bucket/x, file:///x): the table spec's absolute paths, against
+// which relative paths resolve.
 func isAbsoluteLocation(loc string) bool {
-	if loc == "" {
+	if !HasScheme(loc) {
 		return false
 	}
-	if path.IsAbs(loc) {
-		return true
-	}
 	u, err := url.Parse(loc)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a one-letter scheme is a Windows drive
+	if err != nil {
 		return false
 	}
 	return u.Host != "" || path.IsAbs(u.Path)
@@ -347,6 +350,14 @@ func (v *validator) snapshots() {
 		ids[s.SnapshotID] = true
 		if s.KeyID != "" && !slices.ContainsFunc(v.m.EncryptionKeys, func(k EncryptionKey) bool { return k.KeyID == s.KeyID }) {
 			v.fail(ErrSnapshotKey, "snapshot %d names key %q", s.SnapshotID, s.KeyID)
+		}
+		if _, err := ResolvePath(v.m.Location, s.TrackingFile); err != nil && isAbsoluteLocation(v.m.Location) {
+			v.fail(ErrPath, "tracking-file of snapshot %d: %v", s.SnapshotID, err)
+		}
+	}
+	for i, e := range v.m.MetadataLog {
+		if _, err := ResolvePath(v.m.Location, e.MetadataFile); err != nil && isAbsoluteLocation(v.m.Location) {
+			v.fail(ErrPath, "metadata-log entry %d: %v", i, err)
 		}
 	}
 }

@@ -47,8 +47,10 @@ func prepareCommit(md *format.Metadata, base string, baseMd *format.Metadata, no
 	var trimmed []string
 	for _, e := range dropped {
 		stillNamed := slices.ContainsFunc(log, func(k format.MetadataLogEntry) bool { return k.MetadataFile == e.MetadataFile })
-		if !stillNamed && !slices.Contains(trimmed, e.MetadataFile) {
-			trimmed = append(trimmed, e.MetadataFile)
+		// Another writer may have logged a path relative to the location.
+		file, err := format.ResolvePath(md.Location, e.MetadataFile)
+		if !stillNamed && err == nil && !slices.Contains(trimmed, file) {
+			trimmed = append(trimmed, file)
 		}
 	}
 	p := &pendingCommit{md: *md, trimmed: trimmed}

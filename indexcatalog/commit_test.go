@@ -38,7 +38,7 @@ func TestPrepareCommit(t *testing.T) {
 		{name: "bad limit", props: map[string]string{format.PropPreviousVersionsMax: "many"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			md := newIndex("/w/i")
+			md := newIndex("file:///w/i")
 			md.IndexUUID = "u"
 			md.MetadataLog = tc.log
 			md.Properties = tc.props
@@ -75,7 +75,7 @@ func TestPrepareCommit(t *testing.T) {
 			}
 		})
 	}
-	other := newIndex("/w/i")
+	other := newIndex("file:///w/i")
 	if _, err := prepareCommit(other, "b", base, now); err == nil {
 		t.Error("metadata of another index-uuid accepted")
 	}

@@ -42,7 +42,11 @@ func NewFS(root string, opts ...Option) (*FSCatalog, error) {
 	if !exclusive {
 		return nil, fmt.Errorf("open index catalog at %s: %w", root, objstore.ErrNoConditionalCreate)
 	}
-	return &FSCatalog{root: strings.TrimRight(root, "/"), store: o.store, logger: o.logger}, nil
+	// Index locations are written as full URIs: a local root becomes file://.
+	if root, err = format.LocationURI(strings.TrimRight(root, "/")); err != nil {
+		return nil, fmt.Errorf("open index catalog: %w", err)
+	}
+	return &FSCatalog{root: root, store: o.store, logger: o.logger}, nil
 }
 
 // IndexLocation returns where the FS catalog keeps an index:

@@ -267,9 +267,12 @@ func requireFlags(fs *flag.FlagSet, names ...string) error {
 
 // indexLocation is where a new index of tbl keeps its files: beside the
 // table's data for the SQL index catalog, where the FS catalog says for it.
+// It is a full URI (a table in a warehouse given as a plain path gets a
+// file:// one), so every path written under it is absolute by the table
+// spec's rules.
 func (e *env) indexLocation(tbl *table.Table, id table.Identifier, name string) (string, error) {
 	if fsc, ok := e.indexes.(*indexcatalog.FSCatalog); ok {
 		return fsc.IndexLocation(id, name)
 	}
-	return strings.TrimRight(tbl.Location(), "/") + "/indexes/" + name, nil
+	return format.LocationURI(strings.TrimRight(tbl.Location(), "/") + "/indexes/" + name)
 }

@@ -38,7 +38,7 @@ func TestResolveTheDocumentedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := d.Resolve(ordersSchema(), "tbl-uuid", "/warehouse/orders/indexes/by_customer")
+	m, err := d.Resolve(ordersSchema(), "tbl-uuid", "file:///warehouse/orders/indexes/by_customer")
 	if err != nil {
 		t.Fatal(err)
 	}
