@@ -22,9 +22,9 @@ type Plan struct {
 	// TableScan, when set, says why the lookup scanned the table instead of
 	// reading the index: the index type is not implemented. Then no index
 	// snapshot was used and AddedDataFiles are every data file read.
-	TableScan string `json:"table_scan,omitempty"`
-	CommitsBehind    int    `json:"commits_behind"`     // table commits between the two
-	Predicate        string `json:"predicate"`
+	TableScan     string `json:"table_scan,omitempty"`
+	CommitsBehind int    `json:"commits_behind"` // table commits between the two
+	Predicate     string `json:"predicate"`
 	// Fields are the index fields that the predicate constrains, with the
 	// values each may hold (conditions projected through transforms).
 	Fields []FieldPlan `json:"fields"`
