@@ -58,6 +58,11 @@ type RunConfig struct {
 	// MaxSnapshotAge expires older index snapshots too; 0 means no age
 	// limit. Default: 0.
 	MaxSnapshotAge Duration `yaml:"max-snapshot-age"`
+	// RebuildOnCorruption rebuilds an index from its table when one of its
+	// tracking or range files is corrupt, instead of halting it; the
+	// rebuild is logged with the file. A corrupt metadata file still halts
+	// (streamidx rollback repairs it). Default: false.
+	RebuildOnCorruption bool `yaml:"rebuild-on-corruption"`
 }
 
 // IndexRef names an index of a table.
