@@ -34,7 +34,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	commitTopic := fs.String("commit-topic", "", "commit notification `topic` (default streamidx-commits)")
 	httpAddr := fs.String("http", "", "listen `address` of /metrics, /healthz, /readyz, or none (default 127.0.0.1:9464)")
 	policy := fs.String("policy", "", "alignment `policy`: every or latest (default every)")
-	stageDir := fs.String("stage-dir", "", "staging store `directory` (default ./streamidx-data/staging)")
+	stageDir := fs.String("stage-dir", "", "staging store `directory` (default: staging/ beside the SQLite catalog or the local warehouse)")
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
