@@ -59,8 +59,15 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 			}
 		}
 	}
-	if *poll > 0 {
-		cfg.Run.PollInterval = config.Duration(*poll)
+	// Given, the flag wins whatever its value: 0 or a negative interval
+	// is refused by the configuration's validation, never read as "unset".
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "poll-interval" {
+			cfg.Run.PollInterval = config.Duration(*poll)
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return exitError, fmt.Errorf("invalid configuration: %w", err)
 	}
 	if *once {
 		cfg.Run.HTTP, cfg.Run.Kafka.Brokers = "", nil

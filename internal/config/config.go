@@ -415,6 +415,12 @@ func (c *Config) Validate() error {
 	if c.Run.Kafka.NotificationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("run.kafka.notification-timeout %s: want a positive duration", time.Duration(c.Run.Kafka.NotificationTimeout)))
 	}
+	if c.Run.RetainSnapshots < 1 {
+		errs = append(errs, fmt.Errorf("run.retain-snapshots %d: want at least 1 (the current snapshot is always kept)", c.Run.RetainSnapshots))
+	}
+	if c.Run.MaxSnapshotAge < 0 {
+		errs = append(errs, fmt.Errorf("run.max-snapshot-age %s: want 0 (no age limit) or a positive duration", time.Duration(c.Run.MaxSnapshotAge)))
+	}
 	if c.Run.MaxParallelUpdates < 1 {
 		errs = append(errs, fmt.Errorf("run.max-parallel-updates %d: want at least 1", c.Run.MaxParallelUpdates))
 	}
