@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,18 +23,32 @@ func TestSecondDaemonOnAStagingDirectory(t *testing.T) {
 	stageDir := t.TempDir()
 	first := startDaemonProcess(t, c, stageDir)
 	defer func() { _ = first.Process.Signal(syscall.SIGKILL); _ = first.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, out, errs := c.run("run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stageDir)
-		if code != exitOK {
-			if !strings.Contains(errs, "locked by another process") || !strings.Contains(errs, stageDir) {
-				t.Fatalf("second daemon: exit %d, want a message that another process holds %s:\n%s%s", code, stageDir, out, errs)
-			}
-			return
-		}
+	// Wait for the first daemon to hold the directory, without taking the
+	// lock (which would make it fail instead).
+	deadline := time.Now().Add(60 * time.Second)
+	for !lockedByAnotherProcess(t, filepath.Join(stageDir, "STREAMIDX-LOCK")) {
 		if time.Now().After(deadline) {
-			t.Fatal("the second daemon was never refused")
+			t.Fatal("the first daemon never locked its staging directory")
 		}
-		time.Sleep(50 * time.Millisecond) // the first one has not opened the directory yet
+		time.Sleep(20 * time.Millisecond)
 	}
+	code, out, errs := c.run("run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stageDir)
+	if code != exitError || !strings.Contains(errs, "locked by another process") || !strings.Contains(errs, stageDir) {
+		t.Fatalf("second daemon: exit %d, want a message that another process holds %s:\n%s%s", code, stageDir, out, errs)
+	}
+}
+
+// lockedByAnotherProcess asks, with F_GETLK, whether another process holds
+// a write lock on the file.
+func lockedByAnotherProcess(t *testing.T, path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	lk := syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0}
+	if err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk); err != nil {
+		t.Fatal(err)
+	}
+	return lk.Type != syscall.F_UNLCK
 }
