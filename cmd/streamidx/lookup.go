@@ -49,7 +49,7 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	}
 	defer t.Close()
 	// An index of a type streamidx does not implement goes to the planner
-	// too, which says to read the table directly.
+	// too, which ignores it and scans the table.
 	p := planner.New(planner.Options{Store: t.store})
 	res, err := p.Lookup(ctx, t.tbl, t.md, planner.Query{Where: where, TableSnapshotID: f.snapshot, Limit: *limit})
 	if errors.Is(err, planner.ErrNoIndexSnapshot) {
