@@ -34,7 +34,7 @@ func benchEnvInt(b *testing.B, name string, def int64) int64 {
 
 func pkBenchSchema(b *testing.B) *format.IndexSchema {
 	source := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64, Required: true})
-	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "/x", Type: format.TypeScalar,
+	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "file:///x", Type: format.TypeScalar,
 		IdentityFields: []int{1},
 		MaterializedFields: []format.ExprField{
 			{FieldID: 1000, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: format.Ref{ID: format.FieldIDFile}},

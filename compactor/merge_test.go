@@ -44,7 +44,7 @@ func ttlSchema(t *testing.T) *format.IndexSchema {
 		iceberg.NestedField{ID: 2, Name: "payload", Type: iceberg.PrimitiveTypes.String},
 		iceberg.NestedField{ID: 3, Name: "ts", Type: iceberg.PrimitiveTypes.Int64},
 	)
-	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "/x", Type: format.TypeScalar,
+	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "file:///x", Type: format.TypeScalar,
 		IdentityFields: []int{1},
 		MaterializedFields: []format.ExprField{
 			{FieldID: 100, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: format.Ref{ID: 2}}},

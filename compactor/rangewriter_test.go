@@ -18,7 +18,7 @@ func testIndexSchema(t *testing.T) *format.IndexSchema {
 		iceberg.NestedField{ID: 1, Name: "k", Type: iceberg.PrimitiveTypes.Int64},
 		iceberg.NestedField{ID: 2, Name: "payload", Type: iceberg.PrimitiveTypes.String},
 	)
-	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "/x", Type: format.TypeScalar,
+	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "file:///x", Type: format.TypeScalar,
 		IdentityFields: []int{1, 2}, ClusterSpec: []int{1}}
 	if err := format.Validate(md, source); err != nil {
 		t.Fatal(err)

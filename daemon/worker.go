@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -72,8 +73,17 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 	tick := time.NewTicker(time.Duration(d.cfg.Run.PollInterval))
 	defer tick.Stop()
 	failures := 0
+	rebuilt := false // since the last alignment that succeeded
 	for {
 		_, err := d.align(ctx, w)
+		if err != nil && updater.IsHalt(err) && d.cfg.Run.RebuildOnCorruption && format.IsCorruption(err) && !rebuilt && ctx.Err() == nil {
+			// A rebuild that meets corruption again halts: the corruption
+			// is not in the files a rebuild replaces.
+			rebuilt = true
+			if err = d.rebuild(ctx, w, err); err == nil {
+				continue
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -92,7 +102,7 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			}
 			continue
 		}
-		failures = 0
+		failures, rebuilt = 0, false
 		if !w.synced.Swap(true) {
 			d.log.Info("index caught up with its table", "table", w.table, "index", w.index)
 		}
@@ -134,6 +144,33 @@ func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error
 			return published, err
 		}
 	}
+}
+
+// rebuild replaces w's index by a full build from the table after cause,
+// a corruption of one of its files (run.rebuild-on-corruption), holding an
+// update slot like any step.
+func (d *Daemon) rebuild(ctx context.Context, w *worker, cause error) error {
+	attrs := []any{"table", w.table, "index", w.index, "err", cause}
+	if path, ok := format.CorruptPath(cause); ok {
+		attrs = append(attrs, "file", path)
+	}
+	d.log.Error("index file corrupt: rebuilding it from the table (run.rebuild-on-corruption)", attrs...)
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	st, err := w.upd.Rebuild(ctx, d.ledger.propsFor(w))
+	<-d.slots
+	d.metrics.observe(w, st, err)
+	if st.Table != nil {
+		d.ledger.cover(w, st.Table, st.IndexedSnapshotID)
+	}
+	if err != nil {
+		return fmt.Errorf("rebuild after corruption (%v): %w", cause, err)
+	}
+	d.log.Info("index rebuilt from the table", "table", w.table, "index", w.index, "source_snapshot", st.IndexedSnapshotID)
+	return nil
 }
 
 // halt stops maintaining w's index after an error retrying cannot fix. The

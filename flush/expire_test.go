@@ -381,3 +381,27 @@ func TestExpireFailsWhenATrackingFileIsMissing(t *testing.T) {
 		}
 	}
 }
+
+// TestRetainLastBoundsHistoryAfterTheGrace pins what README says of
+// run.retain-snapshots: snapshots beyond the newest N expire once they
+// were superseded more than the grace (1h) ago; until then a lookup or an
+// update in flight may still read them, so a burst of commits keeps up to
+// N plus the snapshots of the last hour.
+func TestRetainLastBoundsHistoryAfterTheGrace(t *testing.T) {
+	f := newExpireFixture(t)
+	var snaps []*format.Snapshot
+	for i := range 15 { // one a minute
+		snaps = append(snaps, f.publish(f.cat, f.start.Add(time.Duration(i)*time.Minute), f.rangeFile()))
+	}
+	last := f.start.Add(14 * time.Minute)
+	at := func(d time.Duration) func() time.Time { return func() time.Time { return last.Add(d) } }
+	if res := f.expire(ExpireOptions{RetainLast: 10, Now: at(30 * time.Minute)}); res.SnapshotsExpired != 0 {
+		t.Errorf("half an hour after the burst: %d snapshots expired, want none (all superseded within the grace)", res.SnapshotsExpired)
+	}
+	if res := f.expire(ExpireOptions{RetainLast: 10, Now: at(2 * time.Hour)}); res.SnapshotsExpired != 5 {
+		t.Errorf("two hours after the burst: %d snapshots expired, want the 5 beyond the newest 10", res.SnapshotsExpired)
+	}
+	if got, want := snapshotIDs(f.load()), ids(snaps[5:]); !slices.Equal(got, want) {
+		t.Errorf("snapshots left %v, want %v", got, want)
+	}
+}

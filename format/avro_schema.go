@@ -246,7 +246,8 @@ func compileAvroRecord(ws avro.Schema, st *iceberg.StructType, path string) (avr
 }
 
 // checkAvroPrimitive checks that values written with ws can be read as t:
-// the same Avro type (or a promotion), the same fixed size, and no
+// the same Avro type (or a promotion: int to long, float to double, a
+// narrower decimal of the same scale), the same fixed size, and no
 // contradicting logical type.
 func checkAvroPrimitive(ws avro.Schema, t iceberg.Type) error {
 	kind, logical := ws.Type(), avroLogical(ws)
@@ -282,7 +283,9 @@ func checkAvroPrimitive(ws avro.Schema, t iceberg.Type) error {
 	case iceberg.DecimalType:
 		if fs, isFixed := ws.(*avro.FixedSchema); isFixed && fs.Size() <= 16 {
 			d, isDecimal := fs.Logical().(*avro.DecimalLogicalSchema)
-			ok = isDecimal && d.Precision() == t.Precision() && d.Scale() == t.Scale()
+			// A decimal widened at the same scale, as the table spec's
+			// promotion allows, reads as the wider type.
+			ok = isDecimal && d.Precision() <= t.Precision() && d.Scale() == t.Scale()
 		}
 	}
 	if !ok {

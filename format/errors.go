@@ -60,3 +60,15 @@ func CorruptPath(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// ErrEncryptionNotSupported is returned (wrapped) for an index snapshot
+// whose tracking file is encrypted (its key-id is set) or a range file
+// whose tracking entry carries key metadata: the files are valid, and
+// streamidx cannot decrypt them. It is not a corruption.
+var ErrEncryptionNotSupported = errors.New("encryption is not supported")
+
+// ErrUnsupportedFileFormat is returned (wrapped) for a range file whose
+// tracking entry names a format other than Parquet: Avro and ORC range
+// files are valid by the spec, and streamidx reads Parquet only. It is not
+// a corruption.
+var ErrUnsupportedFileFormat = errors.New("range file format not supported")

@@ -146,12 +146,6 @@ func applyTransform(mem memory.Allocator, c call, src, result iceberg.Type, arr 
 	case fnIdentity:
 		arr.Retain()
 		return arr, nil
-	case fnVoid:
-		dt, err := ArrowType(result)
-		if err != nil {
-			return nil, err
-		}
-		return array.MakeArrayOfNull(mem, dt, arr.Len()), nil
 	}
 	storage := arr
 	if ext, ok := arr.(array.ExtensionArray); ok {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apache/iceberg-go"
 )
 
 // Expr is an Iceberg value expression: a reference to a source field by ID,
@@ -25,10 +27,12 @@ type Ref struct {
 // Lit is a literal. Value holds the decoded JSON value: json.Number, string,
 // bool or nil. Wrapped records whether it was written as
 // {"type":"literal","value":V} rather than as the bare value, so a file round
-// trips unchanged.
+// trips unchanged; DataType is the literal's "data-type" when the file gives
+// one (it implies the wrapped form), nil otherwise.
 type Lit struct {
-	Value   any
-	Wrapped bool
+	Value    any
+	Wrapped  bool
+	DataType iceberg.Type
 }
 
 // Apply applies a function to arguments, such as bucket(16, ref(1)).
@@ -37,13 +41,32 @@ type Apply struct {
 	Args     []Expr
 }
 
-// Function names a function. Qualified records the {catalog, identifier}
-// form; the bare string form has only Name.
+// Function is a function reference: an optional catalog and an identifier
+// of namespace parts followed by the function name. Every JSON form of the
+// expressions spec reads into it: a bare name, a list of names, and an
+// object with an identifier and an optional (or null) catalog.
 type Function struct {
-	Name       string
-	Catalog    string
+	// Name is the function name: the last part of Identifier.
+	Name string
+	// Catalog is the catalog named by the reference; "" when it names none.
+	Catalog string
+	// Identifier holds the namespace parts, then the name; never empty.
 	Identifier []string
-	Qualified  bool
+}
+
+// BuiltinFunction returns a reference to a function of the iceberg_functions
+// catalog.
+func BuiltinFunction(name string) Function {
+	return Function{Name: name, Catalog: IcebergFunctionsCatalog, Identifier: []string{name}}
+}
+
+// IsBuiltin reports whether the reference names a function of the
+// iceberg_functions catalog. A reference without a catalog means the
+// catalog the index is stored in; an index catalog defines no functions of
+// its own, so a one-part name there is read as the built-in of that name,
+// as writers that use the short forms mean it.
+func (f Function) IsBuiltin() bool {
+	return (f.Catalog == "" || f.Catalog == IcebergFunctionsCatalog) && len(f.Identifier) == 1
 }
 
 // IcebergFunctionsCatalog is the catalog name of the built-in functions.
@@ -76,10 +99,10 @@ func (a Apply) String() string {
 	return b.String()
 }
 
-// NewApply builds an application of a built-in function, written in the
-// short string form.
+// NewApply builds an application of a function of the iceberg_functions
+// catalog.
 func NewApply(name string, args ...Expr) Apply {
-	return Apply{Function: Function{Name: name}, Args: args}
+	return Apply{Function: BuiltinFunction(name), Args: args}
 }
 
 // IntLit is a literal integer argument, such as the N of bucket[N].
@@ -136,11 +159,29 @@ func ParseExpr(data []byte) (Expr, error) {
 	return exprFromJSON(v, 0)
 }
 
-const maxExprDepth = 64
+// MaxExprDepth is how deeply function applications may nest in an index
+// expression: bucket(16, truncate(4, ref)) nests 2 deep. ParseExpr refuses
+// deeper expressions before building them, and Validate refuses them
+// before they are written, so nothing is written that readers reject.
+const MaxExprDepth = 64
+
+// ExprDepth returns how deeply function applications nest in e: 0 for a
+// reference or a literal.
+func ExprDepth(e Expr) int {
+	a, ok := e.(Apply)
+	if !ok {
+		return 0
+	}
+	deepest := 0
+	for _, arg := range a.Args {
+		deepest = max(deepest, ExprDepth(arg))
+	}
+	return deepest + 1
+}
 
 func exprFromJSON(v any, depth int) (Expr, error) {
-	if depth > maxExprDepth {
-		return nil, errors.New("parse expression: nested too deeply")
+	if depth > MaxExprDepth {
+		return nil, fmt.Errorf("parse expression: function applications nest more than %d deep", MaxExprDepth)
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
@@ -179,7 +220,17 @@ func exprFromJSON(v any, depth int) (Expr, error) {
 		if _, nested := val.([]any); nested {
 			return nil, errors.New("parse expression: literal value must be a JSON scalar")
 		}
-		return Lit{Value: val, Wrapped: true}, nil
+		lit := Lit{Value: val, Wrapped: true}
+		if raw, ok := obj["data-type"]; ok && raw != nil {
+			data, err := json.Marshal(raw)
+			if err != nil {
+				return nil, fmt.Errorf("parse expression: literal data-type: %w", err)
+			}
+			if lit.DataType, err = ParseType(data); err != nil {
+				return nil, fmt.Errorf("parse expression: literal %w", err)
+			}
+		}
+		return lit, nil
 	case "apply":
 		fn, err := functionFromJSON(obj["function"])
 		if err != nil {
@@ -205,31 +256,48 @@ func exprFromJSON(v any, depth int) (Expr, error) {
 	}
 }
 
+// functionFromJSON reads every FUNC_REF form of the expressions spec's
+// Appendix B: NAME, [NAME*], {"identifier": [NAME*]} and
+// {"catalog": NAME, "identifier": [NAME*]}, the catalog being optional or
+// null.
 func functionFromJSON(v any) (Function, error) {
-	switch f := v.(type) {
+	var parts []any
+	var f Function
+	switch x := v.(type) {
 	case string:
-		if f == "" {
-			return Function{}, errors.New("parse expression: empty function name")
-		}
-		return Function{Name: f}, nil
+		parts = []any{x}
+	case []any:
+		parts = x
 	case map[string]any:
-		cat, _ := f["catalog"].(string)
-		rawID, ok := f["identifier"].([]any)
-		if !ok || len(rawID) == 0 {
+		switch c := x["catalog"].(type) {
+		case nil:
+		case string:
+			if c == "" {
+				return Function{}, errors.New("parse expression: function catalog is an empty string")
+			}
+			f.Catalog = c
+		default:
+			return Function{}, errors.New("parse expression: function catalog must be a string")
+		}
+		var ok bool
+		if parts, ok = x["identifier"].([]any); !ok {
 			return Function{}, errors.New("parse expression: function needs a non-empty identifier")
 		}
-		ident := make([]string, len(rawID))
-		for i, p := range rawID {
-			s, ok := p.(string)
-			if !ok || s == "" {
-				return Function{}, errors.New("parse expression: function identifier parts must be non-empty strings")
-			}
-			ident[i] = s
-		}
-		return Function{Name: ident[len(ident)-1], Catalog: cat, Identifier: ident, Qualified: true}, nil
 	default:
 		return Function{}, errors.New("parse expression: apply needs a function")
 	}
+	if len(parts) == 0 {
+		return Function{}, errors.New("parse expression: function needs a non-empty identifier")
+	}
+	for _, p := range parts {
+		s, ok := p.(string)
+		if !ok || s == "" {
+			return Function{}, errors.New("parse expression: function identifier parts must be non-empty strings")
+		}
+		f.Identifier = append(f.Identifier, s)
+	}
+	f.Name = f.Identifier[len(f.Identifier)-1]
+	return f, nil
 }
 
 // MarshalExpr writes the JSON serialization of a value expression.
@@ -241,19 +309,37 @@ func MarshalExpr(e Expr) (json.RawMessage, error) {
 	return json.Marshal(v)
 }
 
+// exprToJSON builds the JSON of e with its keys in the spec's order, so
+// written files are stable and read as the spec shows them.
 func exprToJSON(e Expr) (any, error) {
 	switch e := e.(type) {
 	case Ref:
-		return map[string]any{"type": "reference", "id": e.ID}, nil
+		return jsonObject{{"type", "reference"}, {"id", e.ID}}, nil
 	case Lit:
+		if e.DataType != nil {
+			dt, err := MarshalType(e.DataType)
+			if err != nil {
+				return nil, err
+			}
+			return jsonObject{{"type", "literal"}, {"value", e.Value}, {"data-type", dt}}, nil
+		}
 		if e.Wrapped {
-			return map[string]any{"type": "literal", "value": e.Value}, nil
+			return jsonObject{{"type", "literal"}, {"value", e.Value}}, nil
 		}
 		return e.Value, nil
 	case Apply:
-		var fn any = e.Function.Name
-		if e.Function.Qualified {
-			fn = map[string]any{"catalog": e.Function.Catalog, "identifier": e.Function.Identifier}
+		// The canonical form names the catalog: an iceberg_functions
+		// function is unambiguous wherever the metadata is read.
+		f := e.Function
+		if len(f.Identifier) == 0 {
+			f.Identifier = []string{f.Name}
+		}
+		if f.Catalog == "" && f.IsBuiltin() {
+			f.Catalog = IcebergFunctionsCatalog
+		}
+		fn := jsonObject{{"identifier", f.Identifier}}
+		if f.Catalog != "" {
+			fn = append(jsonObject{{"catalog", f.Catalog}}, fn...)
 		}
 		args := make([]any, len(e.Args))
 		for i, a := range e.Args {
@@ -263,11 +349,37 @@ func exprToJSON(e Expr) (any, error) {
 			}
 			args[i] = v
 		}
-		return map[string]any{"type": "apply", "function": fn, "arguments": args}, nil
+		return jsonObject{{"type", "apply"}, {"function", fn}, {"arguments", args}}, nil
 	case nil:
 		return nil, errors.New("write expression: nil expression")
 	}
 	return nil, fmt.Errorf("write expression: unknown expression %T", e)
+}
+
+// jsonObject is a JSON object whose keys are written in order.
+type jsonObject []struct {
+	key   string
+	value any
+}
+
+func (o jsonObject) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, kv := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		k, _ := json.Marshal(kv.key)
+		v, err := json.Marshal(kv.value)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(k)
+		buf.WriteByte(':')
+		buf.Write(v)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }
 
 // Describe renders an expression for people, naming references with name

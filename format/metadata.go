@@ -290,6 +290,20 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 		{"metadata-log", &m.MetadataLog},
 		{"encryption-keys", &m.EncryptionKeys},
 	}
+	// The required fields of list entries are required on read too: a
+	// snapshot without an id must not read as snapshot 0.
+	for _, l := range []struct {
+		key, entry string
+		required   []string
+	}{
+		{"snapshots", "snapshot", []string{"snapshot-id", "source-table-snapshot-id", "timestamp-ms", "tracking-file"}},
+		{"metadata-log", "metadata-log entry", []string{"metadata-file", "timestamp-ms"}},
+		{"encryption-keys", "encryption-keys entry", []string{"key-id", "encrypted-key-metadata"}},
+	} {
+		if err := requireEntryFields(obj, l.key, l.entry, l.required); err != nil {
+			return nil, err
+		}
+	}
 	for _, f := range fields {
 		if err := decodeField(obj, f.key, f.dst); err != nil {
 			return nil, err
@@ -303,12 +317,9 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 			m.Extra[k] = v
 		}
 	}
-	for i, s := range m.Snapshots {
+	for _, s := range m.Snapshots {
 		if s.TrackingFile == "" {
-			return nil, fmt.Errorf("parse index metadata: snapshot %d has no tracking-file", s.SnapshotID)
-		}
-		if _, ok := snapshotHas(obj, i, "source-table-snapshot-id"); !ok {
-			return nil, fmt.Errorf("parse index metadata: snapshot %d has no source-table-snapshot-id", s.SnapshotID)
+			return nil, fmt.Errorf("parse index metadata: snapshot %d has an empty tracking-file", s.SnapshotID)
 		}
 	}
 	if !m.Supported() {
@@ -355,13 +366,26 @@ func decodeField(obj map[string]json.RawMessage, key string, dst any) error {
 	return nil
 }
 
-func snapshotHas(obj map[string]json.RawMessage, i int, key string) (json.RawMessage, bool) {
-	var snaps []map[string]json.RawMessage
-	if err := json.Unmarshal(obj["snapshots"], &snaps); err != nil || i >= len(snaps) {
-		return nil, false
+// requireEntryFields checks that every entry of the list obj[key] is an
+// object holding the required fields, none of them null. An absent or null
+// list is an empty one.
+func requireEntryFields(obj map[string]json.RawMessage, key, entry string, required []string) error {
+	raw, ok := obj[key]
+	if !ok || bytes.Equal(raw, []byte("null")) {
+		return nil
 	}
-	v, ok := snaps[i][key]
-	return v, ok
+	var entries []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return fmt.Errorf("parse index metadata: field %q: want a list of objects: %w", key, err)
+	}
+	for i, e := range entries {
+		for _, f := range required {
+			if v, ok := e[f]; !ok || bytes.Equal(v, []byte("null")) {
+				return fmt.Errorf("parse index metadata: %s %d has no %q, which is required", entry, i, f)
+			}
+		}
+	}
+	return nil
 }
 
 type exprFieldJSON struct {

@@ -43,7 +43,7 @@ func TestMetadataReadsEveryField(t *testing.T) {
 		t.Errorf("decimal data-type read as %s", got)
 	}
 	bucket, ok := m.NonMaterializedFields[0].Expr.(Apply)
-	if !ok || bucket.Function.Name != "bucket" || !bucket.Function.Qualified || bucket.Function.Catalog != IcebergFunctionsCatalog {
+	if !ok || bucket.Function.Name != "bucket" || !bucket.Function.IsBuiltin() || bucket.Function.Catalog != IcebergFunctionsCatalog {
 		t.Errorf("qualified function read as %#v", m.NonMaterializedFields[0].Expr)
 	}
 	if n, err := bucket.Args[0].(Lit).Int(); err != nil || n != 16 {
@@ -96,6 +96,10 @@ func TestMetadataRoundTrip(t *testing.T) {
 	_ = json.Unmarshal(readFullMetadata(t), &orig)
 	_ = json.Unmarshal(out, &written)
 	orig["type"] = "SCALAR"
+	// A function named by the short string form is written in the
+	// canonical form that names its catalog.
+	day := orig["non-materialized-fields"].([]any)[1].(map[string]any)["expr"].(map[string]any)
+	day["function"] = map[string]any{"catalog": "iceberg_functions", "identifier": []any{"day"}}
 	if !reflect.DeepEqual(orig, written) {
 		t.Errorf("round trip changed the file:\nwant %v\ngot  %v", orig, written)
 	}
@@ -170,8 +174,10 @@ func TestMetadataRejectsMissingRequiredFields(t *testing.T) {
 func TestExprJSONForms(t *testing.T) {
 	for _, in := range []string{
 		`{"type":"reference","id":1}`,
-		`{"type":"apply","function":"bucket","arguments":[16,{"type":"reference","id":1}]}`,
+		`{"type":"apply","function":{"catalog":"iceberg_functions","identifier":["bucket"]},"arguments":[16,{"type":"reference","id":1}]}`,
 		`{"type":"apply","function":{"catalog":"iceberg_functions","identifier":["truncate"]},"arguments":[{"type":"literal","value":4},{"type":"reference","id":7}]}`,
+		`{"type":"apply","function":{"catalog":"iceberg_functions","identifier":["truncate"]},"arguments":[{"type":"literal","value":4,"data-type":"int"},{"type":"reference","id":7}]}`,
+		`{"type":"apply","function":{"identifier":["ns","udf"]},"arguments":[]}`,
 		`"abc"`,
 		`{"type":"literal","value":null}`,
 	} {
@@ -267,5 +273,143 @@ func TestParseMetadataRefusesOtherFormatVersions(t *testing.T) {
 	}
 	if _, err := ParseMetadata(doc("1")); err != nil {
 		t.Errorf("version 1: %v", err)
+	}
+}
+
+// TestMetadataRequiresSubFields: the required fields of a snapshot, a
+// metadata-log entry and an encryption key are required on read too; a
+// missing one is not read as 0 or "".
+func TestMetadataRequiresSubFields(t *testing.T) {
+	head := `{"format-version":1,"index-uuid":"u","table-uuid":"t","location":"s3://b/x","last-updated-ms":1,"type":"SCALAR",
+		"identity-fields":[1],"cluster-spec":[1],`
+	snap := `{"snapshot-id":1,"source-table-snapshot-id":7,"timestamp-ms":1,"tracking-file":"s3://b/x/t.avro"}`
+	for _, c := range []struct{ name, body, want string }{
+		{"snapshot-id", `"snapshots":[{"source-table-snapshot-id":7,"timestamp-ms":1,"tracking-file":"f"}]`, `snapshot 0 has no "snapshot-id"`},
+		{"timestamp-ms", `"snapshots":[{"snapshot-id":1,"source-table-snapshot-id":7,"tracking-file":"f"}]`, `snapshot 0 has no "timestamp-ms"`},
+		{"source-table-snapshot-id", `"snapshots":[{"snapshot-id":1,"timestamp-ms":1,"tracking-file":"f"}]`, `no "source-table-snapshot-id"`},
+		{"tracking-file", `"snapshots":[{"snapshot-id":1,"source-table-snapshot-id":7,"timestamp-ms":1}]`, `no "tracking-file"`},
+		{"null snapshot-id", `"snapshots":[{"snapshot-id":null,"source-table-snapshot-id":7,"timestamp-ms":1,"tracking-file":"f"}]`, `no "snapshot-id"`},
+		{"snapshot not an object", `"snapshots":[7]`, `snapshots`},
+		{"metadata-log {}", `"snapshots":[` + snap + `],"metadata-log":[{}]`, `metadata-log entry 0 has no "metadata-file"`},
+		{"metadata-log timestamp", `"metadata-log":[{"metadata-file":"s3://b/x/m.json"}]`, `metadata-log entry 0 has no "timestamp-ms"`},
+		{"encryption-keys {}", `"encryption-keys":[{}]`, `encryption-keys entry 0 has no "key-id"`},
+		{"encrypted-key-metadata", `"encryption-keys":[{"key-id":"k"}]`, `no "encrypted-key-metadata"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseMetadata([]byte(head + c.body + "}"))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+	ok := head + `"snapshots":[` + snap + `],"metadata-log":[{"metadata-file":"s3://b/x/m.json","timestamp-ms":1}],` +
+		`"encryption-keys":[{"key-id":"k","encrypted-key-metadata":"AA=="}]}`
+	if _, err := ParseMetadata([]byte(ok)); err != nil {
+		t.Errorf("complete metadata: %v", err)
+	}
+}
+
+// TestExprJSONInterop: every function reference form of the expressions
+// spec's Appendix B reads, and is written back in the canonical form that
+// names the iceberg_functions catalog; a literal keeps its data-type.
+func TestExprJSONInterop(t *testing.T) {
+	canonical := `{"type":"apply","function":{"catalog":"iceberg_functions","identifier":["bucket"]},"arguments":[16,{"type":"reference","id":1}]}`
+	for _, fn := range []string{`"bucket"`, `["bucket"]`, `{"identifier":["bucket"]}`, `{"catalog":null,"identifier":["bucket"]}`,
+		`{"catalog":"iceberg_functions","identifier":["bucket"]}`} {
+		in := `{"type":"apply","function":` + fn + `,"arguments":[16,{"type":"reference","id":1}]}`
+		e, err := ParseExpr([]byte(in))
+		if err != nil {
+			t.Errorf("%s: %v", fn, err)
+			continue
+		}
+		if got, err := ResultType(e, func(int) (iceberg.Type, bool) { return iceberg.PrimitiveTypes.Int64, true }); err != nil || !got.Equals(iceberg.PrimitiveTypes.Int32) {
+			t.Errorf("%s: type %v, %v", fn, got, err)
+		}
+		out, _ := MarshalExpr(e)
+		if string(out) != canonical {
+			t.Errorf("%s written as %s, want %s", fn, out, canonical)
+		}
+	}
+	long := func(int) (iceberg.Type, bool) { return iceberg.PrimitiveTypes.Int64, true }
+	for in, want := range map[string]string{
+		`{"type":"apply","function":["ns","bucket"],"arguments":[16,{"type":"reference","id":1}]}`:                                        `function "ns.bucket": only functions of the iceberg_functions catalog`,
+		`{"type":"apply","function":{"catalog":"spark","identifier":["bucket"]},"arguments":[16,{"type":"reference","id":1}]}`:            `function "spark.bucket"`,
+		`{"type":"apply","function":"void","arguments":[{"type":"reference","id":1}]}`:                                                    `"void" is not an iceberg_functions function`,
+		`{"type":"apply","function":"bucket","arguments":[{"type":"literal","value":16,"data-type":"long"},{"type":"reference","id":1}]}`: "the spec's parameter is an int",
+	} {
+		e, err := ParseExpr([]byte(in))
+		if err != nil {
+			t.Errorf("%s: parse: %v", in, err)
+			continue
+		}
+		if _, err := ResultType(e, long); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", in, err, want)
+		}
+	}
+	lit := `{"type":"literal","value":"2026-01-01","data-type":"date"}`
+	e, err := ParseExpr([]byte(lit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := MarshalExpr(e); string(out) != lit {
+		t.Errorf("literal with data-type written as %s", out)
+	}
+}
+
+// TestPartitionColumnIsValidButNotEvaluated: _partition is a metadata
+// column the spec allows in expressions, so a definition using it is
+// valid; streamidx cannot compute the partition struct and refuses to
+// build or read the index with a message saying so.
+func TestPartitionColumnIsValidButNotEvaluated(t *testing.T) {
+	doc := `{"format-version":1,"index-uuid":"u","table-uuid":"t","location":"s3://b/x","last-updated-ms":1,"type":"SCALAR",
+		"identity-fields":[1],"cluster-spec":[1],"materialized-fields":[{"field-id":900000,"type":"expr-value",
+		"data-type":{"type":"struct","fields":[]},"expr":{"type":"reference","id":2147483642}}]}`
+	md, err := ParseMetadata([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
+	for _, s := range []*iceberg.Schema{nil, schema} {
+		if err := Validate(md, s); err != nil {
+			t.Errorf("validate (schema %v): %v", s != nil, err)
+		}
+	}
+	_, err = NewIndexSchema(md, schema)
+	if !errors.Is(err, ErrUnsupportedExpression) || !strings.Contains(err.Error(), "_partition") {
+		t.Errorf("NewIndexSchema: %v, want ErrUnsupportedExpression naming _partition", err)
+	}
+}
+
+// TestExprDepthLimitIsShared: what Validate accepts, ParseExpr reads back;
+// one application deeper is refused by both.
+func TestExprDepthLimitIsShared(t *testing.T) {
+	nest := func(n int) Expr {
+		var e Expr = Ref{ID: 1}
+		for range n {
+			e = NewApply("identity", e)
+		}
+		return e
+	}
+	schema := iceberg.NewSchema(0, iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64})
+	md := func(e Expr) *Metadata {
+		return &Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "s3://b/x", Type: TypeScalar,
+			IdentityFields: []int{1}, ClusterSpec: []int{1},
+			MaterializedFields: []ExprField{{FieldID: 900000, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: e}}}
+	}
+	deepest := nest(MaxExprDepth)
+	if err := Validate(md(deepest), schema); err != nil {
+		t.Fatalf("%d deep: %v", MaxExprDepth, err)
+	}
+	data, _ := MarshalExpr(deepest)
+	if _, err := ParseExpr(data); err != nil {
+		t.Errorf("reading back %d deep: %v", MaxExprDepth, err)
+	}
+	tooDeep := nest(MaxExprDepth + 1)
+	if err := Validate(md(tooDeep), schema); !errors.Is(err, ErrExprDepth) {
+		t.Errorf("%d deep: %v, want ErrExprDepth", MaxExprDepth+1, err)
+	}
+	data, _ = MarshalExpr(tooDeep)
+	if _, err := ParseExpr(data); err == nil {
+		t.Errorf("reading %d deep: no error", MaxExprDepth+1)
 	}
 }

@@ -106,7 +106,7 @@ func pageBound(t iceberg.Type, phys parquet.Type, b []byte) any {
 			if isDecimal {
 				return decimal128.FromI64(int64(v))
 			}
-			return v
+			return promoted(t, v)
 		}
 	case parquet.Types.Int64:
 		if len(b) == 8 {
@@ -119,7 +119,7 @@ func pageBound(t iceberg.Type, phys parquet.Type, b []byte) any {
 	case parquet.Types.Float:
 		if len(b) == 4 {
 			if v := math.Float32frombits(binary.LittleEndian.Uint32(b)); !math.IsNaN(float64(v)) {
-				return v
+				return promoted(t, v)
 			}
 		}
 	case parquet.Types.Double:
@@ -134,4 +134,21 @@ func pageBound(t iceberg.Type, phys parquet.Type, b []byte) any {
 	// Variable-length bounds (strings, binary) may be truncated by writers;
 	// they are not used rather than trusted.
 	return nil
+}
+
+// promoted returns a statistic that Parquet stores as an int or a float as
+// the value of t: widened when t is the long or double its column was
+// promoted to after the file was written.
+func promoted(t iceberg.Type, v any) any {
+	switch x := v.(type) {
+	case int32:
+		if _, ok := t.(iceberg.Int64Type); ok {
+			return int64(x)
+		}
+	case float32:
+		if _, ok := t.(iceberg.Float64Type); ok {
+			return float64(x)
+		}
+	}
+	return v
 }

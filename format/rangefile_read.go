@@ -135,12 +135,25 @@ func (r *RangeFileReader) matchColumns(s *IndexSchema, stored *arrow.Schema) err
 }
 
 // readableAs reports whether a column that Parquet decodes to Arrow type got
-// holds values of the Iceberg type whose Arrow type is want.
+// holds values of the Iceberg type whose Arrow type is want. Besides other
+// layouts of the same type, that is the table spec's type promotions: an
+// identity field takes the type of the table snapshot an index snapshot
+// references, so a range file written before its column was promoted (int
+// to long, float to double, a decimal widened at the same scale) is read
+// with the promotion applied.
 func readableAs(got, want arrow.DataType) bool {
 	if arrow.TypeEqual(got, want) {
 		return true
 	}
 	switch want.ID() {
+	case arrow.INT64:
+		return got.ID() == arrow.INT32
+	case arrow.FLOAT64:
+		return got.ID() == arrow.FLOAT32
+	case arrow.DECIMAL128:
+		g, ok1 := got.(arrow.DecimalType)
+		w, ok2 := want.(arrow.DecimalType)
+		return ok1 && ok2 && g.GetScale() == w.GetScale() && g.GetPrecision() <= w.GetPrecision()
 	case arrow.STRING:
 		return got.ID() == arrow.LARGE_STRING || got.ID() == arrow.STRING_VIEW
 	case arrow.BINARY:
@@ -219,7 +232,7 @@ func statsValue(t iceberg.Type, ts metadata.TypedStatistics, isMax bool) any {
 		if isDecimal {
 			return decimal128.FromI64(int64(v))
 		}
-		return v
+		return promoted(t, v)
 	case *metadata.Int64Statistics:
 		v := pick(s.Min(), s.Max()).(int64)
 		if isDecimal {
@@ -228,7 +241,7 @@ func statsValue(t iceberg.Type, ts metadata.TypedStatistics, isMax bool) any {
 		return v
 	case *metadata.Float32Statistics:
 		if v := pick(s.Min(), s.Max()).(float32); !math.IsNaN(float64(v)) {
-			return v
+			return promoted(t, v)
 		}
 	case *metadata.Float64Statistics:
 		if v := pick(s.Min(), s.Max()).(float64); !math.IsNaN(v) {

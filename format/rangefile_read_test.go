@@ -235,7 +235,13 @@ func TestRangeFileCorruptFiles(t *testing.T) {
 		want string
 	}{
 		{"missing field", foreign(func(fs []arrow.Field) []arrow.Field { return slices.Delete(fs, 2, 3) }), "no column has field ID 3"},
-		{"long stored as int", foreign(func(fs []arrow.Field) []arrow.Field { return replace(fs, 3, arrow.PrimitiveTypes.Int32) }), "field ID 3"},
+		// A wider type than the field's is no promotion: int, float and
+		// decimal(9, 2) fields stored as long, double and decimal(18, 2).
+		{"int stored as long", foreign(func(fs []arrow.Field) []arrow.Field { return replace(fs, 2, arrow.PrimitiveTypes.Int64) }), "field ID 2"},
+		{"float stored as double", foreign(func(fs []arrow.Field) []arrow.Field { return replace(fs, 4, arrow.PrimitiveTypes.Float64) }), "field ID 4"},
+		{"decimal stored wider", foreign(func(fs []arrow.Field) []arrow.Field {
+			return replace(fs, 6, &arrow.Decimal128Type{Precision: 18, Scale: 2})
+		}), "field ID 6"},
 		{"timestamptz stored without zone", foreign(func(fs []arrow.Field) []arrow.Field {
 			return replace(fs, 12, &arrow.TimestampType{Unit: arrow.Microsecond})
 		}), "field ID 12"},

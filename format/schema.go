@@ -1,7 +1,9 @@
 package format
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -59,6 +61,9 @@ type IndexSchema struct {
 // definition should have passed Validate; NewIndexSchema still fails rather
 // than guess when a field cannot be resolved.
 func NewIndexSchema(md *Metadata, source *iceberg.Schema) (*IndexSchema, error) {
+	if err := checkEvaluable(md); err != nil {
+		return nil, err
+	}
 	s := &IndexSchema{byID: map[int]int{}}
 	names := map[string]bool{}
 	add := func(f IndexField) error {
@@ -107,6 +112,27 @@ func NewIndexSchema(md *Metadata, source *iceberg.Schema) (*IndexSchema, error) 
 		return nil, fmt.Errorf("cluster-spec is empty")
 	}
 	return s, nil
+}
+
+// ErrUnsupportedExpression is returned (wrapped) for an index whose
+// definition the spec allows but streamidx cannot evaluate: an expression
+// over the _partition metadata column. Such an index is valid; streamidx
+// neither builds nor reads it, and says so.
+var ErrUnsupportedExpression = errors.New("streamidx cannot evaluate this index expression")
+
+// checkEvaluable refuses index fields that reference _partition: its value
+// is a struct of the row's partition values, typed by the table's partition
+// specs, which neither the table scan nor the range files carry.
+func checkEvaluable(md *Metadata) error {
+	for _, list := range [][]ExprField{md.MaterializedFields, md.NonMaterializedFields} {
+		for _, f := range list {
+			if f.Expr != nil && slices.Contains(Refs(f.Expr), FieldIDPartition) {
+				return fmt.Errorf("index field %d (%s) references _partition (%d), an allowed metadata column whose "+
+					"partition struct streamidx does not compute: %w", f.FieldID, f.Expr, FieldIDPartition, ErrUnsupportedExpression)
+			}
+		}
+	}
+	return nil
 }
 
 // exprColumnName names an expression field's column after what it computes,

@@ -16,13 +16,21 @@ import (
 // again on the new table.
 var ErrTableReplaced = errors.New("index belongs to a table that no longer exists")
 
+// ErrIncompatibleSchema is returned (wrapped) by CheckTable when the table's
+// schema changed in a way the index definition does not survive: an
+// identity column was dropped or became a type it cannot have, or an
+// expression no longer produces its declared data-type (the spec: such a
+// change requires a new index definition). Retrying does not help; the
+// index must be dropped and created again.
+var ErrIncompatibleSchema = errors.New("the table's schema changed in a way the index definition does not survive")
+
 // CheckTable reports whether md is an index of tbl, and is what every reader
 // and writer calls when it pairs an index with its table, before it uses
 // either: the index's table-uuid must be the table's UUID (else
 // ErrTableReplaced), and a SCALAR index's definition must follow the rules
-// of Validate against the table's current schema (else an error matching
-// ErrCorruption that wraps the broken rules). An index type this package
-// does not implement is checked for its table only.
+// of Validate against the table's current schema (else an error wrapping
+// ErrIncompatibleSchema and the broken rules, naming the columns). An index
+// type this package does not implement is checked for its table only.
 func CheckTable(md *Metadata, tbl *table.Table) error {
 	name := strings.Join(tbl.Identifier(), ".")
 	current := tbl.Metadata().TableUUID().String()
@@ -34,8 +42,27 @@ func CheckTable(md *Metadata, tbl *table.Table) error {
 	if !md.Supported() {
 		return nil
 	}
-	if err := Validate(md, tbl.Schema()); err != nil {
-		return fmt.Errorf("%w: index %s does not fit the current schema of table %s: %w", ErrCorruption, md.IndexUUID, name, err)
+	if err := validate(md, tbl.Schema(), tableColumnNames(tbl)); err != nil {
+		return fmt.Errorf("index %s no longer fits the current schema of table %s: %w: %w; "+
+			"a schema change that breaks an index definition needs a new index: drop it and create it again",
+			md.IndexUUID, name, ErrIncompatibleSchema, err)
 	}
 	return nil
+}
+
+// tableColumnNames names a field ID after the newest schema of tbl that has
+// it, so that a column dropped since the index was created is still named.
+func tableColumnNames(tbl *table.Table) func(id int) string {
+	schemas := tbl.Metadata().Schemas()
+	return func(id int) string {
+		if name, ok := tbl.Schema().FindColumnName(id); ok {
+			return name
+		}
+		for i := len(schemas) - 1; i >= 0; i-- {
+			if name, ok := schemas[i].FindColumnName(id); ok {
+				return name
+			}
+		}
+		return ""
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
@@ -13,9 +15,10 @@ import (
 	"github.com/twmb/murmur3"
 )
 
-// Index expressions apply the Iceberg partition transforms to source fields.
-// The names are those of the table spec; a qualified function must name the
-// iceberg_functions catalog.
+// Index expressions apply the functions of the expressions spec's
+// iceberg_functions catalog that are partition transforms. void is not one
+// of them: the spec leaves it out, and a field that is always null has no
+// use in an index.
 const (
 	fnIdentity = "identity"
 	fnBucket   = "bucket"
@@ -24,7 +27,6 @@ const (
 	fnMonth    = "month"
 	fnDay      = "day"
 	fnHour     = "hour"
-	fnVoid     = "void"
 )
 
 // call is an application of a transform taken apart: its name, its integer
@@ -41,9 +43,9 @@ type call struct {
 // truncate, and exactly one value argument.
 func parseCall(a Apply) (call, error) {
 	f := a.Function
-	if f.Qualified && (f.Catalog != IcebergFunctionsCatalog || len(f.Identifier) != 1) {
-		return call{}, fmt.Errorf("function %q of catalog %q: only the %s catalog's transforms are supported",
-			f.Name, f.Catalog, IcebergFunctionsCatalog)
+	if !f.IsBuiltin() {
+		return call{}, fmt.Errorf("function %s: only functions of the %s catalog are supported",
+			describeFunction(f), IcebergFunctionsCatalog)
 	}
 	c := call{name: f.Name}
 	args := a.Args
@@ -60,12 +62,18 @@ func parseCall(a Apply) (call, error) {
 		if err != nil || n <= 0 {
 			return call{}, fmt.Errorf("%s: parameter %s must be a positive 32-bit integer", f.Name, lit)
 		}
+		if lit.DataType != nil && !lit.DataType.Equals(iceberg.PrimitiveTypes.Int32) {
+			return call{}, fmt.Errorf("%s: parameter %s has data-type %s; the spec's parameter is an int", f.Name, lit, lit.DataType)
+		}
 		c.param, c.arg = n, args[1]
-	case fnIdentity, fnYear, fnMonth, fnDay, fnHour, fnVoid:
+	case fnIdentity, fnYear, fnMonth, fnDay, fnHour:
 		if len(args) != 1 {
 			return call{}, fmt.Errorf("%s takes 1 argument, got %d", f.Name, len(args))
 		}
 		c.arg = args[0]
+	case "void":
+		return call{}, errors.New(`"void" is not an iceberg_functions function (the expressions spec leaves the void transform out): ` +
+			"a field that is always null has no use in an index")
 	default:
 		return call{}, fmt.Errorf("unknown function %q", f.Name)
 	}
@@ -121,8 +129,6 @@ func transformResult(fn string, src iceberg.Type) (iceberg.Type, error) {
 	switch fn {
 	case fnIdentity:
 		ok, result = IsPrimitive(src), src
-	case fnVoid:
-		ok, result = true, src
 	case fnBucket:
 		switch src.(type) {
 		case iceberg.Int32Type, iceberg.Int64Type, iceberg.DecimalType, iceberg.DateType, iceberg.TimeType,
@@ -158,6 +164,15 @@ func transformResult(fn string, src iceberg.Type) (iceberg.Type, error) {
 	return result, nil
 }
 
+// describeFunction renders a function reference as catalog.ns.name.
+func describeFunction(f Function) string {
+	parts := f.Identifier
+	if f.Catalog != "" {
+		parts = append([]string{f.Catalog}, parts...)
+	}
+	return strconv.Quote(strings.Join(parts, "."))
+}
+
 // TransformValue applies one transform to one canonical value of type src
 // (see Key), the way Evaluate does to a column: predicate projection and
 // tests need the single-value form. param is bucket's N or truncate's W and
@@ -169,7 +184,7 @@ func TransformValue(fn string, param int, src iceberg.Type, v any) (any, error) 
 	if (fn == fnBucket || fn == fnTruncate) && (param <= 0 || param > math.MaxInt32) {
 		return nil, fmt.Errorf("%s: parameter %d must be a positive 32-bit integer", fn, param)
 	}
-	if v == nil || fn == fnVoid {
+	if v == nil {
 		return nil, nil
 	}
 	if err := CheckValue(src, v); err != nil { // every source type left is primitive

@@ -15,7 +15,8 @@ import (
 // every broken rule, so callers and tests can tell them apart with errors.Is.
 var (
 	ErrFormatVersion       = errors.New("format-version must be 1")
-	ErrLocation            = errors.New("location must be an absolute path or URI")
+	ErrLocation            = errors.New("location must be an absolute URI (with a scheme)")
+	ErrPath                = errors.New("paths must be URIs or relative paths that resolve against the location")
 	ErrIndexType           = errors.New("type must be a known index type")
 	ErrIdentityEmpty       = errors.New("identity-fields must not be empty")
 	ErrIdentityDuplicate   = errors.New("identity-fields must be unique")
@@ -29,6 +30,7 @@ var (
 	ErrExprForbiddenColumn = errors.New("expressions must not reference _deleted, change-log columns or delete-file columns")
 	ErrExprUnknownField    = errors.New("expressions must reference source fields or metadata columns that exist")
 	ErrExprType            = errors.New("expressions must produce their declared data-type")
+	ErrExprDepth           = fmt.Errorf("expressions must not nest function applications more than %d deep", MaxExprDepth)
 	ErrClusterEmpty        = errors.New("cluster-spec must not be empty")
 	ErrClusterUnknown      = errors.New("cluster-spec must reference declared index fields")
 	ErrClusterDuplicate    = errors.New("cluster-spec must not repeat a field")
@@ -59,7 +61,17 @@ var forbiddenColumns = map[int]string{
 // identity field is then not looked up, and an expression is type-checked
 // only when it references metadata columns alone.
 func Validate(m *Metadata, source *iceberg.Schema) error {
-	v := &validator{m: m, source: source}
+	names := func(int) string { return "" }
+	if source != nil {
+		names = func(id int) string { name, _ := source.FindColumnName(id); return name }
+	}
+	return validate(m, source, names)
+}
+
+// validate is Validate with the column names that messages use: a caller
+// with the table's history names columns that its current schema lacks.
+func validate(m *Metadata, source *iceberg.Schema, names func(id int) string) error {
+	v := &validator{m: m, source: source, names: names}
 	v.metadata()
 	v.identity()
 	v.expressionFields()
@@ -71,6 +83,7 @@ func Validate(m *Metadata, source *iceberg.Schema) error {
 type validator struct {
 	m      *Metadata
 	source *iceberg.Schema
+	names  func(id int) string // column names for messages; "" when unknown
 	errs   []error
 	types  map[int]iceberg.Type // index field ID -> type, for the cluster-spec check
 }
@@ -79,29 +92,49 @@ func (v *validator) fail(rule error, format string, args ...any) {
 	v.errs = append(v.errs, fmt.Errorf("%w: %s", rule, fmt.Sprintf(format, args...)))
 }
 
+// column names a source field for messages: column "amount" (field 3).
+func (v *validator) column(id int) string {
+	if name := v.names(id); name != "" {
+		return fmt.Sprintf("column %q (field %d)", name, id)
+	}
+	return fmt.Sprintf("field %d", id)
+}
+
+// describe renders an expression with its references named.
+func (v *validator) describe(e Expr) string {
+	return Describe(e, func(id int) string {
+		if name, _, ok := MetadataColumn(id); ok {
+			return name
+		}
+		return v.names(id)
+	})
+}
+
 func (v *validator) metadata() {
 	if v.m.FormatVersion != FormatVersion {
 		v.fail(ErrFormatVersion, "got %d", v.m.FormatVersion)
 	}
 	if !isAbsoluteLocation(v.m.Location) {
-		v.fail(ErrLocation, "got %q", v.m.Location)
+		hint := ""
+		if path.IsAbs(v.m.Location) {
+			hint = fmt.Sprintf(": the table spec reads a path without a scheme as relative; write file://%s", v.m.Location)
+		}
+		v.fail(ErrLocation, "got %q%s", v.m.Location, hint)
 	}
 	if !strings.EqualFold(v.m.Type, TypeScalar) {
 		v.fail(ErrIndexType, "got %q; streamidx implements %s", v.m.Type, TypeScalar)
 	}
 }
 
-// isAbsoluteLocation accepts an absolute file path or a URI with a scheme and
-// an absolute path (s3://bucket/x, file:///x).
+// isAbsoluteLocation accepts a URI with a scheme and an absolute path
+// (s3://bucket/x, file:///x): the table spec's absolute paths, against
+// which relative paths resolve.
 func isAbsoluteLocation(loc string) bool {
-	if loc == "" {
+	if !HasScheme(loc) {
 		return false
 	}
-	if path.IsAbs(loc) {
-		return true
-	}
 	u, err := url.Parse(loc)
-	if err != nil || u.Scheme == "" || len(u.Scheme) == 1 { // a one-letter scheme is a Windows drive
+	if err != nil {
 		return false
 	}
 	return u.Host != "" || path.IsAbs(u.Path)
@@ -133,11 +166,11 @@ func (v *validator) identity() {
 		}
 		f, ok := v.source.FindFieldByID(id)
 		if !ok {
-			v.fail(ErrIdentityNotData, "field %d is not in the source schema", id)
+			v.fail(ErrIdentityNotData, "identity %s is not in the source schema", v.column(id))
 			continue
 		}
 		if !IsPrimitive(f.Type) || inCollection[id] {
-			v.fail(ErrIdentityType, "field %d (%s) has type %s", id, f.Name, f.Type)
+			v.fail(ErrIdentityType, "identity %s has type %s", v.column(id), f.Type)
 		}
 		v.types[id] = f.Type
 	}
@@ -204,8 +237,19 @@ func (v *validator) expressionField(f ExprField) {
 		v.fail(ErrExprType, "field %d has no expression or data-type", id)
 		return
 	}
+	if d := ExprDepth(f.Expr); d > MaxExprDepth {
+		v.fail(ErrExprDepth, "field %d nests %d deep", id, d)
+		return
+	}
 	bad := false
 	for _, ref := range Refs(f.Expr) {
+		if ref == FieldIDPartition {
+			// An allowed metadata column, typed by the table's partition
+			// specs, which a schema does not give: NewIndexSchema says
+			// that streamidx cannot evaluate it.
+			bad = true
+			continue
+		}
 		if name, forbidden := forbiddenColumns[ref]; forbidden {
 			v.fail(ErrExprForbiddenColumn, "field %d references %s (%d)", id, name, ref)
 			bad = true
@@ -214,7 +258,7 @@ func (v *validator) expressionField(f ExprField) {
 				bad = true // a source field: checked where the table is at hand
 				continue
 			}
-			v.fail(ErrExprUnknownField, "field %d references field %d", id, ref)
+			v.fail(ErrExprUnknownField, "field %d (%s) references %s, which the source schema does not have", id, v.describe(f.Expr), v.column(ref))
 			bad = true
 		}
 	}
@@ -223,12 +267,30 @@ func (v *validator) expressionField(f ExprField) {
 	}
 	got, err := ResultType(f.Expr, v.fieldType)
 	if err != nil {
-		v.fail(ErrExprType, "field %d: %v", id, err)
+		v.fail(ErrExprType, "field %d (%s)%s: %v", id, v.describe(f.Expr), v.sourceTypes(f.Expr), err)
 		return
 	}
 	if !got.Equals(f.DataType) {
-		v.fail(ErrExprType, "field %d: %s produces %s, declared %s", id, f.Expr, got, f.DataType)
+		v.fail(ErrExprType, "field %d: %s produces %s, declared %s%s", id, v.describe(f.Expr), got, f.DataType, v.sourceTypes(f.Expr))
 	}
+}
+
+// sourceTypes lists the source columns an expression reads with their
+// types, which a schema change is the likely cause of a type error in.
+func (v *validator) sourceTypes(e Expr) string {
+	var parts []string
+	for _, ref := range Refs(e) {
+		if IsReservedFieldID(ref) {
+			continue
+		}
+		if t, ok := v.fieldType(ref); ok {
+			parts = append(parts, fmt.Sprintf("%s is %s", v.column(ref), t))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // fieldType resolves references of index expressions: source fields and the
@@ -288,6 +350,14 @@ func (v *validator) snapshots() {
 		ids[s.SnapshotID] = true
 		if s.KeyID != "" && !slices.ContainsFunc(v.m.EncryptionKeys, func(k EncryptionKey) bool { return k.KeyID == s.KeyID }) {
 			v.fail(ErrSnapshotKey, "snapshot %d names key %q", s.SnapshotID, s.KeyID)
+		}
+		if _, err := ResolvePath(v.m.Location, s.TrackingFile); err != nil && isAbsoluteLocation(v.m.Location) {
+			v.fail(ErrPath, "tracking-file of snapshot %d: %v", s.SnapshotID, err)
+		}
+	}
+	for i, e := range v.m.MetadataLog {
+		if _, err := ResolvePath(v.m.Location, e.MetadataFile); err != nil && isAbsoluteLocation(v.m.Location) {
+			v.fail(ErrPath, "metadata-log entry %d: %v", i, err)
 		}
 	}
 }

@@ -47,10 +47,10 @@ func TestValidateAcceptsAValidDefinition(t *testing.T) {
 		t.Fatalf("valid definition rejected without a schema: %v", err)
 	}
 	m := validMetadata()
-	m.Location = "/abs/path"
+	m.Location = "file:///abs/path"
 	m.Type = "scalar"
 	if err := Validate(m, validateSource()); err != nil {
-		t.Fatalf("lower-case type or absolute path rejected: %v", err)
+		t.Fatalf("lower-case type or file URI rejected: %v", err)
 	}
 }
 
@@ -66,6 +66,16 @@ func TestValidateRules(t *testing.T) {
 	}{
 		{"format version 2", ErrFormatVersion, func(m *Metadata) { m.FormatVersion = 2 }},
 		{"relative location", ErrLocation, func(m *Metadata) { m.Location = "indexes/x" }},
+		{"location without a scheme", ErrLocation, func(m *Metadata) { m.Location = "/tmp/x" }},
+		{"tracking file without a scheme", ErrPath, func(m *Metadata) {
+			m.Snapshots = []Snapshot{{SnapshotID: 1, SourceTableSnapshotID: 2, TimestampMs: 3, TrackingFile: "/tmp/x/metadata/snap-1.avro"}}
+		}},
+		{"tracking file climbing out", ErrPath, func(m *Metadata) {
+			m.Snapshots = []Snapshot{{SnapshotID: 1, SourceTableSnapshotID: 2, TimestampMs: 3, TrackingFile: "../other/snap-1.avro"}}
+		}},
+		{"metadata-log file without a scheme", ErrPath, func(m *Metadata) {
+			m.MetadataLog = []MetadataLogEntry{{MetadataFile: "/tmp/x/metadata/00001.metadata.json", TimestampMs: 1}}
+		}},
 		{"empty location", ErrLocation, func(m *Metadata) { m.Location = "" }},
 		{"vector type", ErrIndexType, func(m *Metadata) { m.Type = "VECTOR" }},
 		{"identity empty", ErrIdentityEmpty, func(m *Metadata) { m.IdentityFields = nil; m.ClusterSpec = []int{1003} }},

@@ -92,6 +92,9 @@ func openFS(t *testing.T, root string, opts ...Option) (Catalog, Catalog, func([
 // warehouseLocation lays indexes out as the FS catalog does, under a
 // warehouse that may be a file:// URI.
 func warehouseLocation(warehouse string) func([]string, string) string {
+	if uri, err := format.LocationURI(warehouse); err == nil {
+		warehouse = uri // index locations are URIs
+	}
 	return func(table []string, name string) string {
 		return objstore.Join(warehouse, append(slices.Clone(table), "indexes", name)...)
 	}

@@ -24,12 +24,14 @@ type pendingCommit struct {
 
 // prepareCommit builds the metadata file that replaces base: md with base
 // appended to its metadata log, the log trimmed to the index's limit, and
-// last-updated-ms set to now. md itself is not changed.
+// last-updated-ms set to now. md itself is not changed. baseMd is nil when
+// base is corrupt: only a rollback, which names the file itself, commits
+// on top of one.
 func prepareCommit(md *format.Metadata, base string, baseMd *format.Metadata, now time.Time) (*pendingCommit, error) {
 	if err := checkWritable(md); err != nil {
 		return nil, err
 	}
-	if md.IndexUUID != baseMd.IndexUUID {
+	if baseMd != nil && md.IndexUUID != baseMd.IndexUUID {
 		return nil, fmt.Errorf("metadata of index-uuid %s cannot replace %s of index-uuid %s", md.IndexUUID, base, baseMd.IndexUUID)
 	}
 	limit, err := previousVersionsMax(md.Properties)
@@ -37,7 +39,9 @@ func prepareCommit(md *format.Metadata, base string, baseMd *format.Metadata, no
 		return nil, err
 	}
 	log := slices.Clone(md.MetadataLog)
-	if n := len(log); n == 0 || log[n-1].MetadataFile != base {
+	// A corrupt base (replaced by a rollback) is not logged: it is no state
+	// to return to, and its last-updated-ms is unknown.
+	if n := len(log); baseMd != nil && (n == 0 || log[n-1].MetadataFile != base) {
 		log = append(log, format.MetadataLogEntry{MetadataFile: base, TimestampMs: baseMd.LastUpdatedMs})
 	}
 	var dropped []format.MetadataLogEntry
@@ -47,8 +51,10 @@ func prepareCommit(md *format.Metadata, base string, baseMd *format.Metadata, no
 	var trimmed []string
 	for _, e := range dropped {
 		stillNamed := slices.ContainsFunc(log, func(k format.MetadataLogEntry) bool { return k.MetadataFile == e.MetadataFile })
-		if !stillNamed && !slices.Contains(trimmed, e.MetadataFile) {
-			trimmed = append(trimmed, e.MetadataFile)
+		// Another writer may have logged a path relative to the location.
+		file, err := format.ResolvePath(md.Location, e.MetadataFile)
+		if !stillNamed && err == nil && !slices.Contains(trimmed, file) {
+			trimmed = append(trimmed, file)
 		}
 	}
 	p := &pendingCommit{md: *md, trimmed: trimmed}

@@ -26,19 +26,21 @@ func TestPrepareCommit(t *testing.T) {
 		wantTrimmed []string
 		wantErr     bool
 	}{
+		// The logged names are relative to the index location, as another
+		// writer may write them: the files to delete are resolved.
 		{name: "first commit", wantLog: []string{"b"}},
 		{name: "default keeps 100", log: []format.MetadataLogEntry{entry("x")}, wantLog: []string{"x", "b"}},
 		{name: "trims oldest", log: []format.MetadataLogEntry{entry("x"), entry("y")},
-			props: map[string]string{format.PropPreviousVersionsMax: "2"}, wantLog: []string{"y", "b"}, wantTrimmed: []string{"x"}},
+			props: map[string]string{format.PropPreviousVersionsMax: "2"}, wantLog: []string{"y", "b"}, wantTrimmed: []string{"file:///w/i/x"}},
 		{name: "limit below one keeps one", log: []format.MetadataLogEntry{entry("x")},
-			props: map[string]string{format.PropPreviousVersionsMax: "0"}, wantLog: []string{"b"}, wantTrimmed: []string{"x"}},
+			props: map[string]string{format.PropPreviousVersionsMax: "0"}, wantLog: []string{"b"}, wantTrimmed: []string{"file:///w/i/x"}},
 		{name: "base already logged", log: []format.MetadataLogEntry{entry("x"), entry("b")}, wantLog: []string{"x", "b"}},
 		{name: "file still logged is not trimmed", log: []format.MetadataLogEntry{entry("x"), entry("y"), entry("x")},
-			props: map[string]string{format.PropPreviousVersionsMax: "2"}, wantLog: []string{"x", "b"}, wantTrimmed: []string{"y"}},
+			props: map[string]string{format.PropPreviousVersionsMax: "2"}, wantLog: []string{"x", "b"}, wantTrimmed: []string{"file:///w/i/y"}},
 		{name: "bad limit", props: map[string]string{format.PropPreviousVersionsMax: "many"}, wantErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			md := newIndex("/w/i")
+			md := newIndex("file:///w/i")
 			md.IndexUUID = "u"
 			md.MetadataLog = tc.log
 			md.Properties = tc.props
@@ -75,7 +77,7 @@ func TestPrepareCommit(t *testing.T) {
 			}
 		})
 	}
-	other := newIndex("/w/i")
+	other := newIndex("file:///w/i")
 	if _, err := prepareCommit(other, "b", base, now); err == nil {
 		t.Error("metadata of another index-uuid accepted")
 	}

@@ -44,7 +44,11 @@ func NewFS(root string, opts ...Option) (*FSCatalog, error) {
 	if !exclusive {
 		return nil, fmt.Errorf("open index catalog at %s: %w", root, objstore.ErrNoConditionalCreate)
 	}
-	return &FSCatalog{root: strings.TrimRight(root, "/"), store: o.store, logger: o.logger}, nil
+	// Index locations are written as full URIs: a local root becomes file://.
+	if root, err = format.LocationURI(strings.TrimRight(root, "/")); err != nil {
+		return nil, fmt.Errorf("open index catalog: %w", err)
+	}
+	return &FSCatalog{root: root, store: o.store, logger: o.logger}, nil
 }
 
 // IndexLocation returns where the FS catalog keeps an index:
@@ -166,7 +170,9 @@ func (c *FSCatalog) Commit(ctx context.Context, table []string, name, base strin
 			return "", fmt.Errorf("commit index %s: %w", id, cerr)
 		}
 	}
-	if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) {
+	// A corrupt base can only be named by a rollback (Load refuses it),
+	// which replaces it: the swap still requires it to be current.
+	if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) && !format.IsCorruption(err) {
 		return "", fmt.Errorf("commit index %s: read base: %w", id, err)
 	}
 	p, err := prepareCommit(md, base, baseMd, time.Now())

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/streamidx/streamidx/format"
@@ -29,8 +30,8 @@ func TestFSCreateChoosesLocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := filepath.Join(cat.root, "sales", "orders", "indexes", "idx")
-	if md.Location != want || loc != filepath.Join(want, "metadata", "v1.metadata.json") {
+	want := cat.root + "/sales/orders/indexes/idx"
+	if !strings.HasPrefix(want, "file:///") || md.Location != want || loc != want+"/metadata/v1.metadata.json" {
 		t.Errorf("created at %s with location %s, want %s/metadata/v1.metadata.json", loc, md.Location, want)
 	}
 	if got, _, err := cat.Load(ctx, orders, "idx"); err != nil || got.Location != want {

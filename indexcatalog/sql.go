@@ -201,7 +201,9 @@ func (c *SQLCatalog) Commit(ctx context.Context, table []string, name, base stri
 			return "", fmt.Errorf("commit index %s: %w", id, cerr)
 		}
 	}
-	if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) {
+	// A corrupt base can only be named by a rollback (Load refuses it),
+	// which replaces it: the swap still requires it to be current.
+	if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) && !format.IsCorruption(err) {
 		return "", fmt.Errorf("commit index %s: read base: %w", id, err)
 	}
 	p, err := prepareCommit(md, base, baseMd, time.Now())

@@ -37,6 +37,16 @@ func readMetadata(ctx context.Context, store *objstore.Store, location string) (
 	return md, nil
 }
 
+// ReadMetadata reads the index metadata file at location as Load does: a
+// file that does not parse or breaks a rule of the spec is a
+// *CorruptMetadataError; an index type this module does not implement
+// comes with format.ErrUnsupportedIndexType. It is for tools that look at
+// metadata files the catalog does not point at, such as those of the
+// metadata log.
+func ReadMetadata(ctx context.Context, store *objstore.Store, location string) (*format.Metadata, error) {
+	return readMetadata(ctx, store, location)
+}
+
 // removeQuietly deletes metadata files whose loss only leaves garbage
 // behind, and logs the ones it could not delete.
 func removeQuietly(ctx context.Context, store *objstore.Store, logger *slog.Logger, what string, locations ...string) {

@@ -12,8 +12,9 @@
 // with _file and _pos the matching positions per data file as roaring
 // bitmaps) is exact for the requested table snapshot: an index snapshot
 // built for an ancestor is reconciled with the deletes and data files
-// committed since. An index type the planner does not implement is
-// refused with ErrUnsupportedIndex, telling the caller to read the table.
+// committed since. An index of a type the planner does not implement is
+// ignored, as the spec requires: the lookup scans the table instead and
+// its plan says so.
 //
 // The predicate language is predicate*.go: the syntax tree and parser, and
 // the conversion of literals to the column's type.

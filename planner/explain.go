@@ -19,8 +19,12 @@ type Plan struct {
 	IndexSnapshotID  int64  `json:"index_snapshot_id"`
 	SourceSnapshotID int64  `json:"source_snapshot_id"` // the table snapshot the index snapshot is for
 	TableSnapshotID  int64  `json:"table_snapshot_id"`  // the table snapshot answered for
-	CommitsBehind    int    `json:"commits_behind"`     // table commits between the two
-	Predicate        string `json:"predicate"`
+	// TableScan, when set, says why the lookup scanned the table instead of
+	// reading the index: the index type is not implemented. Then no index
+	// snapshot was used and AddedDataFiles are every data file read.
+	TableScan     string `json:"table_scan,omitempty"`
+	CommitsBehind int    `json:"commits_behind"` // table commits between the two
+	Predicate     string `json:"predicate"`
 	// Fields are the index fields that the predicate constrains, with the
 	// values each may hold (conditions projected through transforms).
 	Fields []FieldPlan `json:"fields"`
@@ -108,6 +112,16 @@ func fieldPlans(r *resolved) []FieldPlan {
 func (r *Result) WriteExplain(w io.Writer) error {
 	p, st := &r.Plan, &r.Stats
 	var b strings.Builder
+	if p.TableScan != "" {
+		fmt.Fprintf(&b, "table scan of table snapshot %d: %s\npredicate: %s\n", p.TableSnapshotID, p.TableScan, orDash(p.Predicate))
+		fmt.Fprintf(&b, "counters: data files scanned %d (%d rows); rows %d", st.DataFilesScanned, st.DataRowsScanned, st.Rows)
+		if r.Truncated {
+			b.WriteString(" (limit reached)")
+		}
+		b.WriteString("\n")
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "index snapshot %d (table snapshot %d)", p.IndexSnapshotID, p.SourceSnapshotID)
 	if p.CommitsBehind == 0 {
 		fmt.Fprintf(&b, ", exact for table snapshot %d\n", p.TableSnapshotID)

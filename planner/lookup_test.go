@@ -335,10 +335,43 @@ func TestLookupErrors(t *testing.T) {
 		t.Errorf("number for a string column: %v", err)
 	}
 
-	vector := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "/x", Type: "vector"}
-	_, err = p.Lookup(ctx, tbl, vector, Query{Where: "id = 1"})
-	if !errors.Is(err, ErrUnsupportedIndex) || !errors.Is(err, format.ErrUnsupportedIndexType) || !strings.Contains(err.Error(), "read the table directly") {
-		t.Errorf("vector index: %v", err)
+}
+
+// TestLookupThroughAnUnsupportedIndexScansTheTable: the spec says a reader
+// that does not implement an index type ignores the index and reads the
+// table, and must not fail; the plan says so.
+func TestLookupThroughAnUnsupportedIndexScansTheTable(t *testing.T) {
+	ctx := context.Background()
+	cat, _ := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, files := testtables.Append(t, tbl, testtables.OrderRows(0, 30, 0)...)
+	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{4}})
+	vector := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: tbl.Metadata().TableUUID().String(),
+		Location: "file:///x", Type: "vector"}
+	p := New(Options{})
+	for where, want := range map[string][]int64{"id = 7": {7}, "id = 4": nil, "customer_id = 3 AND id < 20": {3, 10, 17}} {
+		res, err := p.Lookup(ctx, tbl, vector, Query{Where: where})
+		if err != nil {
+			t.Fatalf("%s: %v", where, err)
+		}
+		var got []int64
+		for _, b := range res.Batches {
+			for i := range int(b.NumRows()) {
+				got = append(got, format.ValueAt(b.Column(0), i).(int64))
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) || res.Plan.TableScan == "" || !strings.Contains(res.Plan.TableScan, `"vector" is not implemented`) {
+			t.Errorf("%s: ids %v, want %v; plan %+v", where, got, want, res.Plan)
+		}
+		if len(res.Fields) != len(testtables.OrdersSchema.Fields())+2 || res.Fields[len(res.Fields)-1].Name != "_pos" {
+			t.Errorf("%s: fields %v, want every column and _file, _pos", where, res.Fields)
+		}
+		var explain strings.Builder
+		if err := res.WriteExplain(&explain); err != nil || !strings.Contains(explain.String(), "table scan of table snapshot") {
+			t.Errorf("%s: explain %q, %v", where, explain.String(), err)
+		}
+		res.Release()
 	}
 }
 

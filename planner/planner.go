@@ -15,13 +15,6 @@ import (
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
-// ErrUnsupportedIndex is returned (wrapped, together with
-// format.ErrUnsupportedIndexType) for an index whose type the planner does
-// not implement, such as VECTOR. The spec says such an index is ignored:
-// the caller reads the table directly instead. It is never a reason to fail
-// a query.
-var ErrUnsupportedIndex = errors.New("the planner does not implement this index type: read the table directly")
-
 // ErrNoIndexSnapshot is returned (wrapped) when neither the requested table
 // snapshot nor any of its ancestors has an index snapshot: the index must
 // be built first.
@@ -157,17 +150,19 @@ type Stats struct {
 // or an ancestor of it, reads only the range files, row groups and rows
 // the predicate can match, and, when that index snapshot is older than the
 // table snapshot, corrects the answer with the deletes and data files
-// committed since. The result is exact for the table snapshot.
+// committed since. The result is exact for the table snapshot. An index
+// of a type the planner does not implement (VECTOR) is ignored, as the spec
+// requires: the answer comes from a scan of the table (Plan.TableScan says
+// so), with every primitive column and _file and _pos.
 //
 // Errors: *PredicateError for a predicate that does not parse or that the
-// index cannot answer; ErrUnsupportedIndex for an index type the planner
-// does not implement; format.ErrTableReplaced for an index of another table
+// index cannot answer; format.ErrTableReplaced for an index of another table
 // (one dropped and re-created under the same name), and format.ErrCorruption
 // for a definition that does not fit the table (see format.CheckTable);
 // ErrNoIndexSnapshot; ErrCannotReconcile.
 func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*Result, error) {
 	if !md.Supported() {
-		return nil, fmt.Errorf("index %s has type %q: %w: %w", md.IndexUUID, md.Type, ErrUnsupportedIndex, format.ErrUnsupportedIndexType)
+		return p.scanTable(ctx, tbl, md, q)
 	}
 	if err := format.CheckTable(md, tbl); err != nil {
 		return nil, err
@@ -184,12 +179,16 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	if err != nil {
 		return nil, err
 	}
+	// The index fields take the types of the table snapshot the answer is
+	// for: a schema only widens a column's type (int to long, float to
+	// double, a wider decimal), and range files written under the older
+	// schema are read with the promotion applied.
 	sourceSchema := lineage.SnapshotSchema(tbl, source)
-	is, err := format.NewIndexSchema(md, sourceSchema)
-	if err != nil {
-		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, source.SnapshotID, err)
-	}
 	targetSchema := lineage.SnapshotSchema(tbl, target)
+	is, err := format.NewIndexSchema(md, targetSchema)
+	if err != nil {
+		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, err)
+	}
 	r, err := resolve(pred, is, targetSchema, sourceSchema)
 	if err != nil {
 		return nil, err

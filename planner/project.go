@@ -57,7 +57,7 @@ func derive(f format.IndexField, fieldType func(int) (iceberg.Type, bool)) (deri
 			}
 			return derivation{source: x.ID, steps: steps}, true
 		case format.Apply:
-			if x.Function.Qualified && x.Function.Catalog != format.IcebergFunctionsCatalog {
+			if !x.Function.IsBuiltin() {
 				return derivation{}, false
 			}
 			s := step{fn: x.Function.Name}
@@ -75,7 +75,7 @@ func derive(f format.IndexField, fieldType func(int) (iceberg.Type, bool)) (deri
 					return derivation{}, false
 				}
 				s.param, e = n, x.Args[1]
-			case "identity", "year", "month", "day", "hour", "void":
+			case "identity", "year", "month", "day", "hour":
 				if len(x.Args) != 1 {
 					return derivation{}, false
 				}
@@ -135,11 +135,6 @@ func (s step) project(set valueSet) valueSet {
 	switch s.fn {
 	case "identity":
 		return valueSet{typ: s.res, ivs: set.ivs}
-	case "void":
-		if set.isEmpty() {
-			return valueSet{typ: s.res}
-		}
-		return valueSet{typ: s.res, ivs: []interval{nullOnly}}
 	case "bucket":
 		return s.projectPoints(set)
 	}

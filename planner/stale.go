@@ -65,9 +65,13 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 	if err != nil {
 		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", to.SnapshotID, err)
 	}
-	fromManifests, err := from.Manifests(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", from.SnapshotID, err)
+	// Without a snapshot to start from (a table scan), every data file of
+	// to is added.
+	var fromManifests []iceberg.ManifestFile
+	if from != nil {
+		if fromManifests, err = from.Manifests(fsys); err != nil {
+			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", from.SnapshotID, err)
+		}
 	}
 	// Manifests are immutable: one listed by both snapshots lists the same
 	// live files in both, so only the manifests of one side can differ.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -155,6 +156,7 @@ type StageRef struct {
 // A Store is safe for concurrent use; each Stager belongs to one goroutine.
 type Store struct {
 	dir    string
+	lock   io.Closer // of the directory, held while the store is open
 	db     *pebble.DB
 	opts   StoreOptions
 	wo     *pebble.WriteOptions
@@ -228,6 +230,14 @@ func decodeCount(v []byte) (count int64, keyLen uint64, err error) {
 // files it did not name.
 const ballastName = "STREAMIDX-BALLAST"
 
+// lockName is the file a process locks to own a staging directory. It is
+// not Pebble's LOCK: the store touches the directory before Pebble opens.
+const lockName = "STREAMIDX-LOCK"
+
+// ErrLocked is returned (wrapped) by OpenStore when another process holds
+// the staging directory: two daemons must not share one.
+var ErrLocked = errors.New("the staging directory is locked by another process")
+
 // OpenStore opens (creating if needed) the staging store in dir. It fails
 // with ErrDiskFull when dir's file system has no room for the ballast and
 // the reserve.
@@ -240,6 +250,22 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
 	}
+	// The lock comes before anything else touches the directory: the
+	// ballast below belongs to the process that holds it.
+	lock, err := opts.FS.Lock(opts.FS.PathJoin(dir, lockName))
+	if err != nil {
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+			err = fmt.Errorf("%w (another streamidx run uses it; give each daemon its own --stage-dir)", ErrLocked)
+		}
+		return nil, fmt.Errorf("open staging store %s: %w", dir, err)
+	}
+	s.lock = lock
+	opened := false
+	defer func() {
+		if !opened {
+			lock.Close()
+		}
+	}()
 	// A ballast left by the last run is allocated again below; until then
 	// its space is free.
 	if err := opts.FS.Remove(opts.FS.PathJoin(dir, ballastName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -266,6 +292,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	for _, p := range partial {
 		opts.Logger.Info("staging store holds a partial stage", "index", p.Index, "source_snapshot_id", p.SourceSnapshotID)
 	}
+	opened = true
 	return s, nil
 }
 
@@ -331,7 +358,11 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	if lerr := s.lock.Close(); err == nil {
+		err = lerr
+	}
+	if err != nil {
 		return fmt.Errorf("close staging store: %w", err)
 	}
 	return nil

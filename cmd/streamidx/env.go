@@ -34,6 +34,31 @@ type globals struct {
 	warehouse   string
 	logLevel    string
 	stderr      io.Writer
+	// sqlitePath is the SQLite catalog database, once a command opened it,
+	// for messages about it.
+	sqlitePath string
+}
+
+// sqliteCoder is the error of the SQLite driver (modernc.org/sqlite):
+// Code is SQLite's extended result code.
+type sqliteCoder interface{ Code() int }
+
+// SQLite result codes that mean the disk under the database is full:
+// SQLITE_FULL (and its extended codes), and SQLITE_IOERR_SHMSIZE, which is
+// how a full disk shows when the WAL index cannot grow.
+const (
+	sqliteFull         = 13
+	sqliteIOErrShmSize = 10 | 19<<8
+)
+
+// explain names a full disk under the SQLite catalog as such: the driver
+// says only "disk I/O error (4874)". Other errors are returned as they are.
+func (g *globals) explain(err error) error {
+	var c sqliteCoder
+	if g.sqlitePath == "" || !errors.As(err, &c) || (c.Code()&0xff != sqliteFull && c.Code() != sqliteIOErrShmSize) {
+		return err
+	}
+	return fmt.Errorf("the disk of the catalog database %s is full: free space there and retry (%w)", g.sqlitePath, err)
 }
 
 // register adds the global flags to fs. Their defaults are the values g
@@ -82,6 +107,8 @@ type env struct {
 	indexes indexcatalog.Catalog
 	props   iceberg.Properties // catalog and IO properties
 	store   *objstore.Store
+	// sqlitePath is the SQLite catalog database; "" for other catalogs.
+	sqlitePath string
 }
 
 func openEnv(ctx context.Context, g *globals) (*env, error) {
@@ -90,6 +117,11 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 		return nil, err
 	}
 	e := &env{cfg: cfg, log: newLogger(cfg.Log, g.stderr), props: cfg.IOProperties()}
+	defer func() {
+		if e.sqlitePath != "" {
+			g.sqlitePath = e.sqlitePath
+		}
+	}()
 	e.store = objstore.New(objstore.Options{IOProperties: e.props, Logger: e.log})
 	if err := e.openCatalog(ctx); err != nil {
 		e.Close()
@@ -126,6 +158,7 @@ func (e *env) openCatalog(ctx context.Context) error {
 		if err := ensureLocalWarehouse(c.Warehouse); err != nil {
 			return err
 		}
+		e.sqlitePath = path
 		db, err := indexcatalog.OpenSQLite(path)
 		if err != nil {
 			return err
@@ -267,9 +300,12 @@ func requireFlags(fs *flag.FlagSet, names ...string) error {
 
 // indexLocation is where a new index of tbl keeps its files: beside the
 // table's data for the SQL index catalog, where the FS catalog says for it.
+// It is a full URI (a table in a warehouse given as a plain path gets a
+// file:// one), so every path written under it is absolute by the table
+// spec's rules.
 func (e *env) indexLocation(tbl *table.Table, id table.Identifier, name string) (string, error) {
 	if fsc, ok := e.indexes.(*indexcatalog.FSCatalog); ok {
 		return fsc.IndexLocation(id, name)
 	}
-	return strings.TrimRight(tbl.Location(), "/") + "/indexes/" + name, nil
+	return format.LocationURI(strings.TrimRight(tbl.Location(), "/") + "/indexes/" + name)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/streamidx/streamidx/format"
@@ -13,9 +14,14 @@ import (
 )
 
 func init() {
-	register(command{name: "list", summary: "list the indexes of a table", run: runList})
+	register(command{name: "list", summary: "list the indexes of a table (exit 1 when one of them cannot be loaded)", run: runList})
 }
 
+// runList lists the indexes of a table. An index whose metadata cannot be
+// loaded (a corrupt current metadata file, a newer format) is listed as
+// BROKEN and does not hide the others; the reasons follow on stderr and
+// the exit code is 1. A table that does not exist is an error (exit 2),
+// also when indexes of that name are left in the index catalog.
 func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	tableName := fs.String("table", "", "source table `NS.TABLE`")
 	if err := fs.Parse(args); err != nil {
@@ -37,12 +43,22 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	if err != nil {
 		return exitError, err
 	}
+	if _, _, err := e.loadTable(ctx, *tableName); err != nil {
+		if len(names) > 0 {
+			err = fmt.Errorf("%w (the index catalog still names %d indexes of it: %s; streamidx drop removes them)",
+				err, len(names), strings.Join(names, ", "))
+		}
+		return exitError, err
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INDEX\tTYPE\tSNAPSHOTS\tSOURCE SNAPSHOT\tMETADATA")
+	var broken []error
 	for _, n := range names {
 		md, loc, err := e.indexes.Load(ctx, id, n)
 		if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) {
-			return exitError, err
+			fmt.Fprintf(tw, "%s\tBROKEN\t-\t-\t%s\n", n, orDashString(loc))
+			broken = append(broken, fmt.Errorf("index %s: %w", n, err))
+			continue
 		}
 		source := "-"
 		if s := md.CurrentSnapshot(); s != nil {
@@ -50,5 +66,19 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n, md.Type, len(md.Snapshots), source, loc)
 	}
-	return exitOK, tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return exitError, err
+	}
+	if len(broken) > 0 {
+		return exitDifferent, fmt.Errorf("%d of %d indexes cannot be loaded (streamidx rollback or drop repairs them):\n%w",
+			len(broken), len(names), errors.Join(broken...))
+	}
+	return exitOK, nil
+}
+
+func orDashString(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

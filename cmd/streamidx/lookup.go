@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -24,17 +25,22 @@ func init() {
 
 func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	f := addIndexFlags(fs, "table snapshot `id` the answer is exact for (default: current)")
-	where := fs.String("where", "", "predicate, e.g. \"customer_id = 42\" or \"ts >= '2026-11-01T00:00:00Z' AND ts < '2026-11-02T00:00:00Z'\"")
+	whereArg := fs.String("where", "", "predicate, e.g. \"customer_id = 42\" or \"ts >= '2026-11-01T00:00:00Z' AND ts < '2026-11-02T00:00:00Z'\"; - reads it from standard input")
+	whereFile := fs.String("where-file", "", "read the predicate from `file` (for predicates longer than a command line holds)")
 	asJSON := fs.Bool("json", false, "print one JSON object per row (stable; see README)")
 	explain := fs.Bool("explain", false, "print the plan and what was read after the rows")
 	limit := fs.Int64("limit", 0, "stop after `N` rows (default: no limit)")
-	if err := f.parse(fs, args, "where"); err != nil {
+	if err := f.parse(fs, args); err != nil {
 		return exitError, err
 	}
 	if *limit < 0 {
 		return exitError, fmt.Errorf("--limit %d: must not be negative", *limit)
 	}
-	if _, err := planner.Parse(*where); err != nil {
+	where, err := readPredicate(*whereArg, *whereFile)
+	if err != nil {
+		return exitError, err
+	}
+	if _, err := planner.Parse(where); err != nil {
 		return exitError, err
 	}
 	t, err := f.open(ctx, g)
@@ -43,9 +49,9 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	}
 	defer t.Close()
 	// An index of a type streamidx does not implement goes to the planner
-	// too, which says to read the table directly.
+	// too, which ignores it and scans the table.
 	p := planner.New(planner.Options{Store: t.store})
-	res, err := p.Lookup(ctx, t.tbl, t.md, planner.Query{Where: *where, TableSnapshotID: f.snapshot, Limit: *limit})
+	res, err := p.Lookup(ctx, t.tbl, t.md, planner.Query{Where: where, TableSnapshotID: f.snapshot, Limit: *limit})
 	if errors.Is(err, planner.ErrNoIndexSnapshot) {
 		return exitError, fmt.Errorf("index %s: %w: run streamidx build", f.index, err)
 	}
@@ -62,6 +68,51 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		return exitError, err
 	}
 	return exitOK, nil
+}
+
+// stdin is where `--where -` reads the predicate; tests replace it.
+var stdin io.Reader = os.Stdin
+
+// maxPredicateBytes bounds a predicate read from a file or standard input,
+// so that a wrong file (a data file, /dev/zero) fails at once.
+const maxPredicateBytes = 64 << 20
+
+// readPredicate returns the predicate given by --where (- for standard
+// input) or --where-file, exactly one of them. A blank predicate is
+// refused: the planner would read it as "every entry", which is never what
+// someone typing --where meant.
+func readPredicate(where, file string) (string, error) {
+	var src io.Reader
+	what := "--where"
+	switch {
+	case where != "" && file != "":
+		return "", errors.New("give the predicate with --where or with --where-file, not both")
+	case where == "" && file == "":
+		return "", errors.New("missing --where (or --where-file)")
+	case where == "-":
+		src, what = stdin, "the predicate read from standard input"
+	case file != "":
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("--where-file: %w", err)
+		}
+		defer f.Close()
+		src, what = f, "the predicate of --where-file "+file
+	}
+	if src != nil {
+		data, err := io.ReadAll(io.LimitReader(src, maxPredicateBytes+1))
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", what, err)
+		}
+		if len(data) > maxPredicateBytes {
+			return "", fmt.Errorf("%s is longer than %d MiB", what, maxPredicateBytes>>20)
+		}
+		where = string(data)
+	}
+	if strings.TrimSpace(where) == "" {
+		return "", fmt.Errorf("%s is blank: give a condition, such as \"id = 42\"", what)
+	}
+	return where, nil
 }
 
 // lookupExplain is the last line of `lookup --json --explain`.

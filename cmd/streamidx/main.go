@@ -90,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "streamidx %s: %v\n", c.name, err)
+		fmt.Fprintf(stderr, "streamidx %s: %v\n", c.name, g.explain(err))
 		if code == exitOK {
 			code = exitError
 		}

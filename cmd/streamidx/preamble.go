@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -81,11 +82,11 @@ func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 		if s := tbl.CurrentSnapshot(); s != nil {
 			return s, nil
 		}
-		return nil, fmt.Errorf("table %s has no snapshot to index yet", tbl.Identifier())
+		return nil, fmt.Errorf("table %s has no snapshot to index yet", strings.Join(tbl.Identifier(), "."))
 	}
 	s := tbl.SnapshotByID(id)
 	if s == nil {
-		return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
+		return nil, fmt.Errorf("table %s has no snapshot %d", strings.Join(tbl.Identifier(), "."), id)
 	}
 	return s, nil
 }

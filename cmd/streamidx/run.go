@@ -34,7 +34,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	commitTopic := fs.String("commit-topic", "", "commit notification `topic` (default streamidx-commits)")
 	httpAddr := fs.String("http", "", "listen `address` of /metrics, /healthz, /readyz, or none (default 127.0.0.1:9464)")
 	policy := fs.String("policy", "", "alignment `policy`: every or latest (default every)")
-	stageDir := fs.String("stage-dir", "", "staging store `directory` (default ./streamidx-data/staging)")
+	stageDir := fs.String("stage-dir", "", "staging store `directory` (default: staging/ beside the SQLite catalog or the local warehouse)")
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
@@ -59,8 +59,15 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 			}
 		}
 	}
-	if *poll > 0 {
-		cfg.Run.PollInterval = config.Duration(*poll)
+	// Given, the flag wins whatever its value: 0 or a negative interval
+	// is refused by the configuration's validation, never read as "unset".
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "poll-interval" {
+			cfg.Run.PollInterval = config.Duration(*poll)
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return exitError, fmt.Errorf("invalid configuration: %w", err)
 	}
 	if *once {
 		cfg.Run.HTTP, cfg.Run.Kafka.Brokers = "", nil

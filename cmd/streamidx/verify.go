@@ -13,6 +13,14 @@ func init() {
 	register(command{name: "verify", summary: "check an index snapshot against a full scan of its source snapshot (exit 0 exact, 1 different, 2 error)", run: runVerify})
 }
 
+// Exit codes of verify, one rule for every file: 1 (DIFFERENT) when the
+// index holds other entries than the table's live rows or when any of its
+// files (tracking or range) is not what the index says it is: corrupt,
+// truncated, swapped for another or missing; the report names the file. 2
+// when verify cannot judge: bad flags, a table or index metadata that
+// cannot be loaded, a storage failure other than a missing file (retry),
+// or files streamidx cannot read (encrypted, not Parquet).
+
 func runVerify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	f := addIndexFlags(fs, "source table snapshot `id` (or index snapshot id) to verify (default: the current index snapshot)")
 	if err := f.parse(fs, args); err != nil {

@@ -45,7 +45,9 @@ type RunConfig struct {
 	// HTTP is the listen address of /metrics, /healthz and /readyz; empty
 	// turns the server off. Default: 127.0.0.1:9464.
 	HTTP string `yaml:"http"`
-	// StageDir holds the Pebble staging store. Default: streamidx-data/staging.
+	// StageDir holds the Pebble staging store. Default: staging/ beside the
+	// SQLite catalog file, else beside a local warehouse, else
+	// ./streamidx-data/staging.
 	StageDir string `yaml:"stage-dir"`
 	// Kafka carries the commit notifications. Default: no Kafka; poll.
 	Kafka KafkaConfig `yaml:"kafka"`
@@ -58,6 +60,11 @@ type RunConfig struct {
 	// MaxSnapshotAge expires older index snapshots too; 0 means no age
 	// limit. Default: 0.
 	MaxSnapshotAge Duration `yaml:"max-snapshot-age"`
+	// RebuildOnCorruption rebuilds an index from its table when one of its
+	// tracking or range files is corrupt, instead of halting it; the
+	// rebuild is logged with the file. A corrupt metadata file still halts
+	// (streamidx rollback repairs it). Default: false.
+	RebuildOnCorruption bool `yaml:"rebuild-on-corruption"`
 }
 
 // IndexRef names an index of a table.
@@ -272,7 +279,7 @@ func (c *Config) EnsureDefaults() error {
 		c.Catalog.Name = "default"
 	}
 	if c.Run.StageDir == "" {
-		dir, err := filepath.Abs(filepath.Join(DefaultDataDir, "staging"))
+		dir, err := c.defaultStageDir()
 		if err != nil {
 			return err
 		}
@@ -286,6 +293,27 @@ func (c *Config) EnsureDefaults() error {
 		}
 	}
 	return nil
+}
+
+// defaultStageDir puts the staging store beside the configured data, as
+// the embedded default lays it out (catalog.db, warehouse/, staging/): next
+// to a SQLite catalog, else next to a local warehouse, else in
+// ./streamidx-data. A daemon started from another directory then finds
+// the same staging store.
+func (c *Config) defaultStageDir() (string, error) {
+	if c.CatalogKind() == "sqlite" {
+		if p, err := c.SQLitePath(); err == nil {
+			return filepath.Join(filepath.Dir(p), "staging"), nil
+		}
+	}
+	wh := c.Catalog.Warehouse
+	if rest, ok := strings.CutPrefix(wh, "file://"); ok {
+		wh = rest
+	}
+	if filepath.IsAbs(wh) {
+		return filepath.Join(filepath.Dir(filepath.Clean(wh)), "staging"), nil
+	}
+	return filepath.Abs(filepath.Join(DefaultDataDir, "staging"))
 }
 
 // CatalogKind is sqlite, postgres or rest, from the catalog URI's scheme.
@@ -386,6 +414,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.Kafka.NotificationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("run.kafka.notification-timeout %s: want a positive duration", time.Duration(c.Run.Kafka.NotificationTimeout)))
+	}
+	if c.Run.RetainSnapshots < 1 {
+		errs = append(errs, fmt.Errorf("run.retain-snapshots %d: want at least 1 (the current snapshot is always kept)", c.Run.RetainSnapshots))
+	}
+	if c.Run.MaxSnapshotAge < 0 {
+		errs = append(errs, fmt.Errorf("run.max-snapshot-age %s: want 0 (no age limit) or a positive duration", time.Duration(c.Run.MaxSnapshotAge)))
 	}
 	if c.Run.MaxParallelUpdates < 1 {
 		errs = append(errs, fmt.Errorf("run.max-parallel-updates %d: want at least 1", c.Run.MaxParallelUpdates))

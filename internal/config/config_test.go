@@ -84,3 +84,28 @@ func TestByteSize(t *testing.T) {
 		t.Errorf("String: %s", s)
 	}
 }
+
+// TestStagingDirectoryDefaultsBesideTheData: without run.stage-dir the
+// staging store lives beside the configured data (the SQLite catalog, else
+// a local warehouse), not under whatever directory the daemon was started
+// in.
+func TestStagingDirectoryDefaultsBesideTheData(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, _ := os.Getwd()
+	for _, tc := range []struct{ uri, warehouse, want string }{
+		{"sqlite:///srv/streamidx/catalog.db", "s3://bucket/wh", "/srv/streamidx/staging"},
+		{"http://rest:8181", "file:///data/lake/warehouse", "/data/lake/staging"},
+		{"postgres://db/x", "/data/lake2/warehouse", "/data/lake2/staging"},
+		{"http://rest:8181", "s3://bucket/wh", filepath.Join(wd, "streamidx-data", "staging")},
+		{"", "", filepath.Join(wd, "streamidx-data", "staging")},
+	} {
+		c := Default()
+		c.Catalog.URI, c.Catalog.Warehouse = tc.uri, tc.warehouse
+		if err := c.EnsureDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		if c.Run.StageDir != tc.want {
+			t.Errorf("catalog %q, warehouse %q: stage dir %s, want %s", tc.uri, tc.warehouse, c.Run.StageDir, tc.want)
+		}
+	}
+}

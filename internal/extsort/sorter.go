@@ -36,6 +36,7 @@ type Sorter struct {
 	memBytes int64
 	count    int64
 	tmp      string   // spill directory, once created
+	lock     *os.File // its lock file, held until Close
 	runs     []string // run files, in the order written
 }
 
@@ -50,7 +51,9 @@ const arenaChunk = 4 << 20
 const recOverhead = 48
 
 // NewSorter returns a Sorter that keeps at most about budget bytes of
-// records in memory and spills under dir (the OS temp dir when empty).
+// records in memory and spills under dir (the OS temp dir when empty). Its
+// first spill removes the spill directories that killed processes left
+// there.
 func NewSorter(dir string, budget int64, log *slog.Logger) *Sorter {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -93,11 +96,15 @@ func (s *Sorter) sortMem() {
 // uvarint key length, uvarint value length, key, value; repeated.
 func (s *Sorter) spill() error {
 	if s.tmp == "" {
-		tmp, err := os.MkdirTemp(s.dir, "streamidx-sort-")
+		removeStaleSpills(s.dir, s.log)
+		tmp, err := os.MkdirTemp(s.dir, spillPrefix)
 		if err != nil {
 			return fmt.Errorf("create spill directory: %w", err)
 		}
 		s.tmp = tmp
+		if s.lock, err = lockSpill(filepath.Join(tmp, spillLockName)); err != nil {
+			return fmt.Errorf("lock spill directory: %w", err)
+		}
 		s.log.Debug("sort spills to disk", "dir", tmp, "records", s.count)
 	}
 	s.sortMem()
@@ -259,6 +266,10 @@ func (s *Sorter) Close() error {
 		return nil
 	}
 	err := os.RemoveAll(s.tmp)
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
 	s.tmp = ""
 	if err != nil {
 		return fmt.Errorf("remove spill directory: %w", err)

@@ -38,14 +38,14 @@ func TestResolveTheDocumentedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := d.Resolve(ordersSchema(), "tbl-uuid", "/warehouse/orders/indexes/by_customer")
+	m, err := d.Resolve(ordersSchema(), "tbl-uuid", "file:///warehouse/orders/indexes/by_customer")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := m.IdentityFields; len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Errorf("identity %v", got)
 	}
-	wantMat := []string{`{"id":2147483646,"type":"reference"}`, `{"id":2147483645,"type":"reference"}`, `{"id":3,"type":"reference"}`}
+	wantMat := []string{`{"type":"reference","id":2147483646}`, `{"type":"reference","id":2147483645}`, `{"type":"reference","id":3}`}
 	for i, f := range m.MaterializedFields {
 		b, _ := format.MarshalExpr(f.Expr)
 		if string(b) != wantMat[i] {
@@ -60,7 +60,7 @@ func TestResolveTheDocumentedExample(t *testing.T) {
 	}
 	bucket := m.NonMaterializedFields[0]
 	b, _ := format.MarshalExpr(bucket.Expr)
-	if string(b) != `{"arguments":[16,{"id":1,"type":"reference"}],"function":"bucket","type":"apply"}` || !bucket.DataType.Equals(iceberg.PrimitiveTypes.Int32) {
+	if string(b) != `{"type":"apply","function":{"catalog":"iceberg_functions","identifier":["bucket"]},"arguments":[16,{"type":"reference","id":1}]}` || !bucket.DataType.Equals(iceberg.PrimitiveTypes.Int32) {
 		t.Errorf("bucket field: %s %s", b, bucket.DataType)
 	}
 	if want := []int{bucket.FieldID, 1, 2}; len(m.ClusterSpec) != 3 || m.ClusterSpec[0] != want[0] || m.ClusterSpec[1] != 1 || m.ClusterSpec[2] != 2 {

@@ -12,6 +12,7 @@ package lineage
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -24,12 +25,12 @@ func Snapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 		if s := tbl.CurrentSnapshot(); s != nil {
 			return s, nil
 		}
-		return nil, fmt.Errorf("table %s has no snapshot yet", tbl.Identifier())
+		return nil, fmt.Errorf("table %s has no snapshot yet", strings.Join(tbl.Identifier(), "."))
 	}
 	if s := tbl.SnapshotByID(id); s != nil {
 		return s, nil
 	}
-	return nil, fmt.Errorf("table %s has no snapshot %d", tbl.Identifier(), id)
+	return nil, fmt.Errorf("table %s has no snapshot %d", strings.Join(tbl.Identifier(), "."), id)
 }
 
 // SnapshotSchema returns the schema a table snapshot was written with: the

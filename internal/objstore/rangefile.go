@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -23,8 +24,21 @@ type RangeFile struct {
 // than te's means another file was put in its place (a partial restore of a
 // backup, another snapshot's file), and is refused with a corruption error
 // naming the file, as is a file that is no range file of the index. A
-// failure of the storage is returned as it is, for the caller to retry.
+// failure of the storage is returned as it is, for the caller to retry. A
+// range file in another format than Parquet (format.ErrUnsupportedFileFormat)
+// or an encrypted one (format.ErrEncryptionNotSupported) is refused before
+// it is opened: such files are valid, and not corrupt.
 func (s *Store) OpenRange(ctx context.Context, te *format.TrackingEntry, is *format.IndexSchema, opts format.RangeFileReadOptions) (*RangeFile, error) {
+	// Tracking entries name the format as Iceberg manifests do, in any case
+	// ("PARQUET" from Java writers).
+	if !strings.EqualFold(te.FileFormat, "parquet") {
+		return nil, fmt.Errorf("range file %s is a %s file: streamidx reads Parquet range files only: %w",
+			te.FilePath, te.FileFormat, format.ErrUnsupportedFileFormat)
+	}
+	if len(te.KeyMetadata) > 0 {
+		return nil, fmt.Errorf("range file %s is encrypted (its tracking entry has key_metadata): %w",
+			te.FilePath, format.ErrEncryptionNotSupported)
+	}
 	fsys, err := s.io(ctx, te.FilePath)
 	if err != nil {
 		return nil, err

@@ -36,11 +36,23 @@ type Tracking struct {
 // say. A file that cannot be decoded is a corruption too; a failure of the
 // storage is returned as it is, for the caller to retry.
 //
+// Paths are resolved against the index location as the table spec's paths
+// in metadata are: the snapshot's tracking-file and every entry's file_path
+// come out as full URIs. An encrypted tracking file (the snapshot's key-id
+// is set) is refused with format.ErrEncryptionNotSupported.
+//
 // Decoded files are cached by location (they are immutable once
 // published), each with the schema it was decoded with, since an update
 // may resolve the index against a newer table schema than a lookup does.
 func (s *Store) ReadTracking(ctx context.Context, md *format.Metadata, snap *format.Snapshot, is *format.IndexSchema) (*Tracking, int64, error) {
-	loc := snap.TrackingFile
+	if snap.KeyID != "" {
+		return nil, 0, fmt.Errorf("index snapshot %d: its tracking file is encrypted (key-id %q): %w",
+			snap.SnapshotID, snap.KeyID, format.ErrEncryptionNotSupported)
+	}
+	loc, err := format.ResolvePath(md.Location, snap.TrackingFile)
+	if err != nil {
+		return nil, 0, fmt.Errorf("tracking file of index snapshot %d: %w", snap.SnapshotID, err)
+	}
 	key := schemaKey(is)
 	if t, ok := s.tracking.get(loc); ok && t.schemaKey == key {
 		return t, 0, t.check(loc, md, snap)
@@ -52,6 +64,16 @@ func (s *Store) ReadTracking(ctx context.Context, md *format.Metadata, snap *for
 	tf, err := format.ReadTrackingFile(bytes.NewReader(data), loc, is)
 	if err != nil {
 		return nil, 0, err
+	}
+	// Range file paths another writer wrote relative to the index location
+	// are resolved once here, so every reader, and every tracking file
+	// written from these entries, has full URIs.
+	for i := range tf.Entries {
+		p, err := format.ResolvePath(md.Location, tf.Entries[i].FilePath)
+		if err != nil {
+			return nil, 0, format.MarkCorruption(loc, fmt.Errorf("entry %d: %w", i, err))
+		}
+		tf.Entries[i].FilePath = p
 	}
 	t := &Tracking{Entries: tf.Entries, GroupMax: make([]format.Key, len(tf.Entries)), Size: int64(len(data)),
 		indexUUID: tf.IndexUUID, snapshotID: tf.SnapshotID, schemaKey: key}

@@ -2,7 +2,9 @@ package verify
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -16,13 +18,20 @@ func (v *verifier) problem(msg string, args ...any) {
 	v.report.FileProblems = append(v.report.FileProblems, fmt.Sprintf(msg, args...))
 }
 
+// brokenFile reports whether err says that a file of the index is not what
+// the index says it is: corrupt, truncated, another file put in its place,
+// or missing. Such a file is a problem of the index (verify exits 1),
+// whichever file it is; any other error stops verify from judging (exit 2).
+func brokenFile(err error) bool {
+	return format.IsCorruption(err) || errors.Is(err, fs.ErrNotExist)
+}
+
 // actual adds the encoding of every entry the index holds, and checks the
-// index files against the spec on the way. A file the store refuses as
-// corrupt (undecodable, or not the file its snapshot was written with) is a
-// problem of the index, reported with the file's name.
+// index files against the spec on the way. A file that is broken (see
+// brokenFile) is a problem of the index, reported with the file's name.
 func (v *verifier) actual(snap *format.Snapshot, out *extsort.Sorter) error {
 	t, _, err := v.opts.Store.ReadTracking(v.ctx, v.md, snap, v.is)
-	if format.IsCorruption(err) {
+	if brokenFile(err) {
 		v.problem("%v", err)
 		return nil
 	}
@@ -49,17 +58,13 @@ func (v *verifier) actual(snap *format.Snapshot, out *extsort.Sorter) error {
 
 // rangeFile reads one range file, checks it and adds its entries.
 func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *extsort.Sorter) error {
-	if te.FileFormat != "parquet" {
-		v.problem("range file %s has file_format %q", te.FilePath, te.FileFormat)
-	}
 	r, err := v.opts.Store.OpenRange(v.ctx, &te, v.is, format.RangeFileReadOptions{})
-	if format.IsCorruption(err) {
-		v.problem("%v", err)
+	if brokenFile(err) {
+		v.problem("range file %d: %v", i, err)
 		return nil
 	}
 	if err != nil {
-		v.problem("range file %d %s cannot be opened: %v", i, te.FilePath, err)
-		return nil
+		return err
 	}
 	defer r.Close()
 

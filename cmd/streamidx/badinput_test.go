@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+// TestBadInputIsRefusedWithAMessage: the mistakes a careless user makes get
+// exit 2 and a message saying what is wrong, never a silent default or a
+// whole-index answer. README's table of bad inputs lists the same cases.
+func TestBadInputIsRefusedWithAMessage(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	deep := "id"
+	for range 65 {
+		deep = "identity(" + deep + ")"
+	}
+	deepDef := write("deep.json", fmt.Sprintf(`{"name":"deep","identity":["id"],"materialized":[%q],"cluster":["id"]}`, deep))
+	retain := write("retain.yaml", "run:\n  retain-snapshots: -5\n")
+	blank := write("blank.txt", " \n\t ")
+	stage := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"lookup", "--table", "test.orders", "--index", "pk", "--where", "   "}, "--where is blank"},
+		{[]string{"lookup", "--table", "test.orders", "--index", "pk", "--where-file", blank}, "is blank"},
+		{[]string{"lookup", "--table", "test.orders", "--index", "pk", "--where", "id = 1", "--where-file", blank}, "not both"},
+		{[]string{"lookup", "--table", "test.orders", "--index", "pk"}, "missing --where"},
+		{[]string{"lookup", "--table", "test.orders", "--index", "pk", "--where-file", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stage, "--poll-interval", "0"}, "run.poll-interval 0s: want a positive duration"},
+		{[]string{"run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stage, "--poll-interval", "-1s"}, "run.poll-interval -1s: want a positive duration"},
+		{[]string{"run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stage, "--config", retain}, "run.retain-snapshots -5: want at least 1"},
+		{[]string{"gen-table", "--table", "test.more", "--upsert", "-5"}, "--upsert -5"},
+		{[]string{"list", "--table", "test.nope"}, "test.nope"},
+		{[]string{"create", "--table", "test.orders", "--def", deepDef}, "nest function applications more than 64 deep"},
+		{[]string{"rollback", "--table", "test.orders", "--index", "pk", "--to", "somewhere/else"}, "want an index snapshot id or a metadata file location"},
+	} {
+		code, out, errs := c.run(tc.args...)
+		if code != exitError || !strings.Contains(errs, tc.want) {
+			t.Errorf("streamidx %s: exit %d, want %d and a message holding %q\n%s%s", strings.Join(tc.args, " "), code, exitError, tc.want, out, errs)
+		}
+	}
+	if code, _, errs := c.run("list", "--table", "test.orders"); code != exitOK || strings.Contains(errs, "deep") {
+		t.Errorf("a refused definition was registered: exit %d\n%s", code, errs)
+	}
+}
+
+// TestPredicateFromFileOrStandardInput: a predicate longer than a command
+// line can carry (an IN list of 20,000 keys, about 200 KiB) is given with
+// --where-file or on standard input with --where -.
+func TestPredicateFromFileOrStandardInput(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	keys := []string{"7", "42"}
+	for i := range 20_000 {
+		keys = append(keys, fmt.Sprint(1_000_000+i))
+	}
+	pred := "id IN (" + strings.Join(keys, ", ") + ")"
+	if len(pred) <= 128<<10 {
+		t.Fatalf("the predicate is only %d bytes", len(pred))
+	}
+	path := filepath.Join(t.TempDir(), "where.txt")
+	if err := os.WriteFile(path, []byte(pred+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.ok("lookup", "--table", "test.orders", "--index", "pk", "--where-file", path); !strings.Contains(out, "(2 rows)") {
+		t.Errorf("--where-file: %s", out)
+	}
+	stdin = strings.NewReader(pred)
+	defer func() { stdin = os.Stdin }()
+	if out := c.ok("lookup", "--table", "test.orders", "--index", "pk", "--where", "-"); !strings.Contains(out, "(2 rows)") {
+		t.Errorf("--where -: %s", out)
+	}
+}

@@ -1,0 +1,101 @@
+package planner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
+)
+
+// scanTable answers a lookup through an index whose type the planner does
+// not implement. The spec says a reader must then ignore the index and
+// read the source table, and must not fail: the answer comes from a scan
+// of every data file of the table snapshot, shaped like the answer of an
+// index that stores every primitive column with _file and _pos, and the
+// plan says it was a table scan and why.
+func (p *Planner) scanTable(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*Result, error) {
+	if err := format.CheckTable(md, tbl); err != nil {
+		return nil, err
+	}
+	pred, err := Parse(q.Where)
+	if err != nil {
+		return nil, err
+	}
+	target, err := lineage.Snapshot(tbl, q.TableSnapshotID)
+	if err != nil {
+		return nil, err
+	}
+	schema := lineage.SnapshotSchema(tbl, target)
+	is, err := format.NewIndexSchema(scanDefinition(schema), schema)
+	if err != nil {
+		return nil, fmt.Errorf("table scan of %s: %w", tbl.Identifier(), err)
+	}
+	r, err := resolve(pred, is, schema)
+	if err != nil {
+		return nil, err
+	}
+	run, err := p.newRun(is, r, q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	run.res.Plan = Plan{
+		IndexUUID: md.IndexUUID, TableSnapshotID: target.SnapshotID, Predicate: pred.String(),
+		TableScan: fmt.Sprintf("index type %q is not implemented by streamidx: the index is ignored and the table read directly, "+
+			"as the spec requires of a reader that does not implement an index type", md.Type),
+	}
+	if run.recon, err = newReconciler(ctx, tbl, nil, target, schema, is, p.opts.Allocator); err != nil {
+		return nil, err
+	}
+	for _, df := range run.recon.added {
+		run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.file.FilePath())
+	}
+	if !r.none {
+		if err := run.recon.scanAdded(ctx, run); err != nil && !errors.Is(err, errLimit) {
+			run.res.Release()
+			return nil, err
+		}
+	}
+	return run.res, nil
+}
+
+// scanDefinition is the index a table scan answers as: every primitive
+// column outside lists and maps, in schema order, then _file and _pos,
+// under field IDs the schema does not use.
+func scanDefinition(schema *iceberg.Schema) *format.Metadata {
+	md := &format.Metadata{FormatVersion: format.FormatVersion, Type: format.TypeScalar}
+	var walk func(fields []iceberg.NestedField)
+	walk = func(fields []iceberg.NestedField) {
+		for _, f := range fields {
+			switch t := f.Type.(type) {
+			case *iceberg.StructType:
+				walk(t.FieldList)
+			default:
+				if format.IsPrimitive(f.Type) {
+					md.IdentityFields = append(md.IdentityFields, f.ID)
+				}
+			}
+		}
+	}
+	walk(schema.Fields())
+	id := format.MaxIndexFieldID
+	for _, ref := range []int{format.FieldIDFile, format.FieldIDPos} {
+		for _, taken := schema.FindFieldByID(id); taken || slices.Contains(md.IdentityFields, id); _, taken = schema.FindFieldByID(id) {
+			id--
+		}
+		_, t, _ := format.MetadataColumn(ref)
+		md.MaterializedFields = append(md.MaterializedFields, format.ExprField{FieldID: id, Type: format.ExprFieldType, DataType: t, Expr: format.Ref{ID: ref}})
+		id--
+	}
+	if len(md.IdentityFields) > 0 {
+		md.ClusterSpec = []int{md.IdentityFields[0]}
+	} else {
+		md.ClusterSpec = []int{md.MaterializedFields[1].FieldID}
+	}
+	return md
+}
