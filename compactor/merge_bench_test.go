@@ -128,6 +128,13 @@ func (x *benchIndex) run(b *testing.B, recs []deltaRecord) {
 		}
 		b.StartTimer()
 	}
+	var rewritten int64 // entries written to new files
+	for _, e := range res.Entries {
+		if !containsPath(x.entries, e.FilePath) {
+			rewritten += e.RecordCount
+		}
+	}
+	b.ReportMetric(float64(rewritten)/(b.Elapsed().Seconds()/float64(b.N)), "entries/s")
 	b.ReportMetric(float64(len(x.entries)), "files")
 	b.ReportMetric(float64(res.Rewritten), "rewritten")
 	b.ReportMetric(float64(res.Reused), "reused")

@@ -305,13 +305,23 @@ func formatKey(types []iceberg.Type, k Key) string {
 }
 
 // EstimatedSize is the size the file would have if it were closed now: the
-// bytes already written plus the compressed size of the row group being
-// buffered. Writers use it to close range files near a target size.
+// bytes already written plus those of the row group being buffered. The
+// buffered row group counts its compressed pages, or, once a row group has
+// been written, its rows at the bytes per row of those written when that is
+// more: dictionary pages and the page being filled are written only when
+// the row group closes. Writers use it to close range files near a target
+// size.
 func (w *RangeFileWriter) EstimatedSize() int64 {
 	if w.closed {
 		return w.sink.n
 	}
-	return w.sink.n + w.fw.RowGroupTotalCompressedBytes()
+	buffered := w.fw.RowGroupTotalCompressedBytes()
+	if rgRows, err := w.fw.RowGroupNumRows(); err == nil {
+		if done := w.rows - int64(rgRows); done > 0 {
+			buffered = max(buffered, int64(float64(w.sink.n)/float64(done)*float64(rgRows)))
+		}
+	}
+	return w.sink.n + buffered
 }
 
 // LastKey returns the clustering key of the last entry written, or nil before
