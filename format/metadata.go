@@ -303,11 +303,15 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 			m.Extra[k] = v
 		}
 	}
+	var rawSnaps []map[string]json.RawMessage
+	if len(m.Snapshots) > 0 {
+		_ = json.Unmarshal(obj["snapshots"], &rawSnaps)
+	}
 	for i, s := range m.Snapshots {
 		if s.TrackingFile == "" {
 			return nil, fmt.Errorf("parse index metadata: snapshot %d has no tracking-file", s.SnapshotID)
 		}
-		if _, ok := snapshotHas(obj, i, "source-table-snapshot-id"); !ok {
+		if _, ok := snapshotHas(rawSnaps, i, "source-table-snapshot-id"); !ok {
 			return nil, fmt.Errorf("parse index metadata: snapshot %d has no source-table-snapshot-id", s.SnapshotID)
 		}
 	}
@@ -355,9 +359,10 @@ func decodeField(obj map[string]json.RawMessage, key string, dst any) error {
 	return nil
 }
 
-func snapshotHas(obj map[string]json.RawMessage, i int, key string) (json.RawMessage, bool) {
-	var snaps []map[string]json.RawMessage
-	if err := json.Unmarshal(obj["snapshots"], &snaps); err != nil || i >= len(snaps) {
+// snapshotHas reports whether snapshot i of the decoded snapshots array
+// has key.
+func snapshotHas(snaps []map[string]json.RawMessage, i int, key string) (json.RawMessage, bool) {
+	if i >= len(snaps) {
 		return nil, false
 	}
 	v, ok := snaps[i][key]
