@@ -37,7 +37,7 @@ type RangeWriterOptions struct {
 	PageSizeBytes int
 	// BatchRows is the number of entries handed to the Parquet writer at
 	// once, and how often the size of the open file is looked at. Default:
-	// 8192.
+	// 32768.
 	BatchRows int
 	// Store writes the files. Default: a store for local files only.
 	Store *objstore.Store
@@ -53,7 +53,7 @@ func (o *RangeWriterOptions) ensureDefaults() {
 		o.RowGroupRows = 128 * 1024
 	}
 	if o.BatchRows <= 0 {
-		o.BatchRows = 8192
+		o.BatchRows = 32 * 1024
 	}
 	o.BatchRows = min(o.BatchRows, o.RowGroupRows)
 	if o.Allocator == nil {

@@ -45,6 +45,11 @@ type RangeFileOptions struct {
 	// compress.Codecs.Uncompressed, selects the default, so range files are
 	// always compressed. Default compress.Codecs.Zstd.
 	Compression compress.Compression
+	// CompressionLevel is the codec's level. Range files are written again
+	// on every commit that touches them, so the default favours speed:
+	// zstd's fastest level, which on index entries compresses about as well
+	// as its default one. Default 1.
+	CompressionLevel int
 	// Allocator allocates the writer's buffers. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 }
@@ -61,6 +66,9 @@ func (o RangeFileOptions) withDefaults() (RangeFileOptions, error) {
 	}
 	if o.Compression == compress.Codecs.Uncompressed {
 		o.Compression = compress.Codecs.Zstd
+	}
+	if o.CompressionLevel == 0 {
+		o.CompressionLevel = 1
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
@@ -132,6 +140,7 @@ func NewRangeFileWriter(w io.Writer, s *IndexSchema, opts RangeFileOptions) (*Ra
 	props := []parquet.WriterProperty{
 		parquet.WithAllocator(opts.Allocator),
 		parquet.WithCompression(opts.Compression),
+		parquet.WithCompressionLevel(opts.CompressionLevel),
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithDataPageSize(int64(opts.PageSizeBytes)),
 		parquet.WithStats(true),
