@@ -477,8 +477,9 @@ func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publ
 	pub.Took = pub.Committed.Sub(began)
 	st.Published = pub
 	st.IndexedSnapshotID = snap.SnapshotID
-	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "files_written", pub.FilesWritten,
-		"files_reused", pub.FilesReused, "bytes", pub.BytesWritten, "took", pub.Took.Round(time.Millisecond))
+	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "skipped", pub.Skipped,
+		"files_written", pub.FilesWritten, "files_reused", pub.FilesReused, "entries", pub.EntriesRewritten, "bytes", pub.BytesWritten,
+		"took", pub.Took.Round(time.Millisecond))
 	u.sinceEx++
 	if u.sinceEx >= u.opts.ExpireEvery {
 		u.sinceEx = 0
