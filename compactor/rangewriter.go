@@ -89,8 +89,8 @@ type RangeWriter struct {
 	// given so far; it lets the writer avoid leaving a small last file.
 	remaining func() int64
 	// entrySize, when set, is the expected size of an entry in a range file,
-	// for estimating the size of a file before its first row group is
-	// written.
+	// footer included: set by a merge from the files it replaces, and
+	// learned from each file the writer closes.
 	entrySize float64
 	// afterSplit, when set, is called each time Add or AddRows closed a file
 	// and the entries that follow start the next one.
@@ -260,12 +260,11 @@ func (w *RangeWriter) shouldClose(ahead int64) bool {
 }
 
 func (w *RangeWriter) noteSize() {
-	w.size = w.file.EstimatedSize()
-	if w.rows <= int64(w.opts.RowGroupRows) {
-		// Until a row group is written the Parquet writer counts only
-		// the pages it compressed, not the dictionaries it holds.
-		w.size = max(w.size, int64(w.entrySize*float64(w.rows)))
-	}
+	// The Parquet writer counts only the pages it has compressed, not the
+	// dictionaries and the page it is filling, nor the footer it writes at
+	// the close; the bytes per entry of whole files (the files a merge
+	// replaces, or those this writer closed) count all of it.
+	w.size = max(w.file.EstimatedSize(), int64(w.entrySize*float64(w.rows)))
 }
 
 // split closes the open file between two entries and reports it.
@@ -335,6 +334,11 @@ func (w *RangeWriter) finishFile() error {
 		return err
 	}
 	entry.FilePath = w.out.Location()
+	if entry.RecordCount > 0 {
+		// Later files of this writer are estimated at the bytes per
+		// entry of this one, footer included.
+		w.entrySize = float64(entry.FileSizeInBytes) / float64(entry.RecordCount)
+	}
 	w.bytes += entry.FileSizeInBytes
 	w.written = append(w.written, entry)
 	w.file, w.out, w.size, w.rows = nil, nil, 0, 0
