@@ -130,6 +130,10 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	if err != nil {
 		return nil, err
 	}
+	// The build knows how many entries follow, so no file but the only one
+	// ends up small.
+	total := sorter.Len()
+	w.remaining = func() int64 { return total - prog.RowsWritten - 1 }
 	err = sorter.Iterate(func(_, v []byte) error {
 		entry, err := codec.DecodeValue(v)
 		if err != nil {

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
@@ -42,11 +44,14 @@ var ErrUnsortedRangeFile = errors.New("range file entries with equal clustering 
 // MergeOptions tune an incremental merge.
 type MergeOptions struct {
 	RangeWriterOptions
-	// MinFileSize is the size below which a rewritten range file is merged
-	// with an untouched neighbour, and an untouched neighbour is pulled into
-	// a rewrite, as long as the two fit in TargetFileSize. Default:
-	// TargetFileSize/4.
+	// MinFileSize is the size below which a range file counts as small: a
+	// rewritten file under it absorbs the untouched file after it, and a
+	// small untouched file next to a rewrite joins it when both fit in one
+	// and a half targets. Default: TargetFileSize/2.
 	MinFileSize int64
+	// ReadBatchRows is the number of entries read at a time from a range
+	// file being rewritten. Default: 65536.
+	ReadBatchRows int
 	// Logger receives one debug line per rewritten run. Default: discard.
 	Logger *slog.Logger
 }
@@ -62,6 +67,9 @@ type MergeResult struct {
 	Rewritten, Reused, Written int
 	// BytesWritten is the size of the new files.
 	BytesWritten int64
+	// EntriesRewritten counts the entries written to the new files: those
+	// of the replaced files that stayed, and those inserted.
+	EntriesRewritten int64
 	// Inserted and Deleted sum the delta's positive and negative counts.
 	Inserted, Deleted int64
 }
@@ -72,7 +80,12 @@ type MergeResult struct {
 // (keys above the last file's go into the last file, keys below the first
 // into the first), plus small neighbours it folds in, and carries every other
 // tracking entry over unchanged. Consecutive affected files are rewritten as
-// one run, split at TargetFileSize where the clustering key changes.
+// one run, split near TargetFileSize where the clustering key changes.
+//
+// A file being rewritten is read as Arrow batches. The rows between two
+// changed keys, found by binary search on the staging keys of the batch's
+// rows, go to the writer as slices of those batches: only the rows whose
+// key the delta names are turned into values and matched with it.
 //
 // Entries of rewritten files are matched with the delta as a multiset of
 // stored values: each existing entry counts once; a result below zero fails
@@ -85,7 +98,7 @@ type MergeResult struct {
 func Merge(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEntry, delta Delta, dir string, opts MergeOptions) (*MergeResult, error) {
 	opts.ensureDefaults()
 	if opts.MinFileSize <= 0 {
-		opts.MinFileSize = opts.TargetFileSize / 4
+		opts.MinFileSize = opts.TargetFileSize / 2
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -141,7 +154,8 @@ type merger struct {
 	groupMax     []format.Key // of prev, by index
 	clusterTypes []iceberg.Type
 	fields       []format.IndexField
-	storedPos    []int // positions in fields of the stored fields, StoredSchema order
+	entrySchema  *arrow.Schema // ArrowSchema(EntrySchema)
+	storedPos    []int         // positions in fields of the stored fields, StoredSchema order
 	storedTypes  []iceberg.Type
 	computed     []int // positions of non-materialized fields computed from stored ones
 	opaque       []int // positions of non-materialized fields that cannot be computed
@@ -153,23 +167,35 @@ type merger struct {
 	lastKey []byte // of the last mutation pulled, for the order check
 	pulled  int64
 
-	w        *RangeWriter // the open run
-	rowsOpen int64        // entries in the run's open file
-	outputs  []*outputBounds
-	written  []format.TrackingEntry // files of closed runs
-	res      MergeResult
+	w       *RangeWriter // the open run
+	outputs []*outputBounds
+	source  int                    // the file of prev whose rows are being written, -1 for inserted ones
+	written []format.TrackingEntry // files of closed runs
+	res     MergeResult
+
+	// Where the run stands in the file being read, for the writer's
+	// estimate of what is still to come.
+	cur       int   // index in prev of the file being read
+	fileLeft  int64 // its rows after the batch being read
+	batchRows int   // rows of the batch being read
+	batchPos  int   // rows of that batch handed on
 
 	group    group
-	oldKey   []byte // staging key of the last entry read from the file being merged
+	oldKey   []byte // staging key of the last entry decoded from the file being merged
 	keyBuf   []byte // scratch: the staging key of an entry read
 	checkBuf []byte // scratch: the staging key of a mutation's entry
 	encBuf   []byte // scratch: the encoding of an entry's stored values
+	rowBuf   format.Key
 	fileName string
 }
 
 func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEntry, dir string, opts MergeOptions) (*merger, error) {
 	m := &merger{ctx: ctx, is: is, opts: opts, dir: dir, prev: prev, codec: format.NewEntryCodec(is),
-		clusterTypes: is.ClusterTypes(), fields: is.Fields()}
+		clusterTypes: is.ClusterTypes(), fields: is.Fields(), source: -1}
+	var err error
+	if m.entrySchema, err = format.ArrowSchema(is.EntrySchema()); err != nil {
+		return nil, err
+	}
 	for i, e := range prev {
 		k, ok := e.GroupMaxKey(is)
 		if !ok {
@@ -237,6 +263,7 @@ func (m *merger) merge() error {
 		}
 		return m.closeRun(0, -1)
 	}
+	maxSize := m.opts.maxFileSize()
 	next := 0 // the first file of prev not yet placed in the result
 	for m.hasHead {
 		start := m.head.target
@@ -244,7 +271,7 @@ func (m *merger) merge() error {
 		// fit in one file with the run's first file.
 		size := m.prev[start].FileSizeInBytes
 		for start > next && m.prev[start-1].FileSizeInBytes < m.opts.MinFileSize &&
-			size+m.prev[start-1].FileSizeInBytes <= m.opts.TargetFileSize {
+			size+m.prev[start-1].FileSizeInBytes <= maxSize {
 			start--
 			size += m.prev[start].FileSizeInBytes
 		}
@@ -284,15 +311,21 @@ func (m *merger) merge() error {
 }
 
 // absorbNext reports whether the untouched file after cur should join the
-// run: when the run's open file or that file is small and both fit in one.
+// run: when the run's open file is small (the writer then splits the two
+// evenly if they do not fit in one), or when that file is small and both fit
+// in one.
 func (m *merger) absorbNext(cur int) bool {
 	n := cur + 1
-	if n >= len(m.prev) || m.hasHead && m.head.target <= n || m.rowsOpen == 0 {
+	if n >= len(m.prev) || m.hasHead && m.head.target <= n {
 		return false
 	}
-	open := max(m.w.openFileSize(), int64(float64(m.rowsOpen)*m.avgEntrySize))
+	rows, open := m.w.open()
+	if rows == 0 {
+		return false
+	}
+	open = max(open, int64(float64(rows)*m.avgEntrySize))
 	size := m.prev[n].FileSizeInBytes
-	return (open < m.opts.MinFileSize || size < m.opts.MinFileSize) && open+size <= m.opts.TargetFileSize
+	return open < m.opts.MinFileSize || size < m.opts.MinFileSize && open+size <= m.opts.maxFileSize()
 }
 
 // carry places prev[from:to] in the result unchanged.
@@ -303,22 +336,33 @@ func (m *merger) carry(from, to int) {
 	}
 }
 
-// openFileSize is the estimated size of the file being written, 0 if none.
-func (w *RangeWriter) openFileSize() int64 {
-	if w.file == nil {
-		return 0
-	}
-	return w.file.EstimatedSize()
-}
-
 func (m *merger) openRun() error {
 	w, err := NewRangeWriter(m.ctx, m.is, m.dir, m.opts.RangeWriterOptions)
 	if err != nil {
 		return err
 	}
-	m.w, m.rowsOpen = w, 0
+	w.remaining, w.entrySize = m.remaining, m.avgEntrySize
+	w.afterSplit = func() {
+		// The entries that follow start a new file.
+		m.outputs = append(m.outputs, m.newOutputBounds())
+		if m.source >= 0 && len(m.opaque) > 0 {
+			m.outputs[len(m.outputs)-1].files[m.source] = true
+		}
+	}
+	m.w = w
 	m.outputs = []*outputBounds{m.newOutputBounds()}
 	return nil
+}
+
+// remaining estimates the entries the run still writes after those handed
+// to the writer: the rest of the file being read and, when the delta goes
+// on into it, the next file. Entries the delta inserts are not counted.
+func (m *merger) remaining() int64 {
+	n := int64(m.batchRows-m.batchPos) + m.fileLeft
+	if m.hasHead && m.head.target == m.cur+1 && m.cur+1 < len(m.prev) {
+		n += m.prev[m.cur+1].RecordCount
+	}
+	return n
 }
 
 // closeRun finishes the run that replaced prev[first:last+1] (none when last
@@ -336,6 +380,9 @@ func (m *merger) closeRun(first, last int) error {
 		for i := range entries {
 			m.outputs[i].apply(m, &entries[i])
 		}
+	}
+	for _, e := range entries {
+		m.res.EntriesRewritten += e.RecordCount
 	}
 	m.res.Entries = append(m.res.Entries, entries...)
 	m.res.BytesWritten += w.BytesWritten()
@@ -396,6 +443,7 @@ func (m *merger) advance() error {
 // that fall into it and writes the result to the run.
 func (m *merger) mergeFile(idx int, exists bool) error {
 	m.oldKey = m.oldKey[:0]
+	m.cur, m.fileLeft, m.batchRows, m.batchPos = idx, 0, 0, 0
 	if exists {
 		if err := m.readFile(idx); err != nil {
 			return err
@@ -415,42 +463,66 @@ func (m *merger) mergeFile(idx int, exists bool) error {
 	return nil
 }
 
-// readFile streams the entries of prev[idx] through oldEntry.
+// readFile streams the entries of prev[idx], a batch at a time, through
+// mergeBatch.
 func (m *merger) readFile(idx int) error {
 	te := m.prev[idx]
 	m.fileName = te.FilePath
-	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{Allocator: m.opts.Allocator})
+	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{BatchRows: m.opts.ReadBatchRows, Allocator: m.opts.Allocator})
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	entry := make(format.Key, len(m.fields))
-	computed := make([]arrow.Array, len(m.computed))
+	m.fileLeft = r.NumRows()
 	return r.Read(m.ctx, nil, nil, func(rec arrow.RecordBatch) error {
-		cols := storedColumns{m: m, rec: rec}
-		for i, pos := range m.computed {
-			f := m.fields[pos]
-			arr, err := format.Evaluate(m.opts.Allocator, f.Expr, f.Type, cols)
-			if err != nil {
-				releaseAll(computed[:i])
-				return fmt.Errorf("compute field %d (%s) of range file %s: %w", f.ID, f.Expr, te.FilePath, err)
-			}
-			computed[i] = arr
+		ent, err := m.entryBatch(rec)
+		if err != nil {
+			return fmt.Errorf("merge range file %s: %w", te.FilePath, err)
 		}
-		defer releaseAll(computed)
-		for row := range int(rec.NumRows()) {
-			for i, pos := range m.storedPos {
-				entry[pos] = ownValue(format.ValueAtAs(m.fields[pos].Type, rec.Column(i), row))
-			}
-			for i, pos := range m.computed {
-				entry[pos] = ownValue(format.ValueAtAs(m.fields[pos].Type, computed[i], row))
-			}
-			if err := m.oldEntry(idx, entry); err != nil {
-				return err
-			}
-		}
-		return nil
+		defer ent.Release()
+		m.fileLeft -= ent.NumRows()
+		m.batchRows, m.batchPos = int(ent.NumRows()), 0
+		err = m.mergeBatch(idx, ent)
+		m.batchRows, m.batchPos = 0, 0
+		return err
 	})
+}
+
+// entryBatch turns a batch of a range file's stored columns into a batch of
+// entries (ArrowSchema(EntrySchema)): stored columns in the index's current
+// types (a file written before a type promotion holds the narrower type),
+// non-materialized fields computed from them, those that cannot be
+// computed null.
+func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	cols := make([]arrow.Array, len(m.fields))
+	defer releaseAll(cols)
+	for i, pos := range m.storedPos {
+		col := rec.Column(i)
+		if want := m.entrySchema.Field(pos).Type; !arrow.TypeEqual(col.DataType(), want) {
+			cast, err := compute.CastArray(m.ctx, col, compute.SafeCastOptions(want))
+			if err != nil {
+				return nil, fmt.Errorf("convert field %d from %s to %s: %w", m.fields[pos].ID, col.DataType(), want, err)
+			}
+			cols[pos] = cast
+			continue
+		}
+		col.Retain()
+		cols[pos] = col
+	}
+	stored := storedColumns{m: m, cols: cols, n: n}
+	for _, pos := range m.computed {
+		f := m.fields[pos]
+		arr, err := format.Evaluate(m.opts.Allocator, f.Expr, f.Type, stored)
+		if err != nil {
+			return nil, fmt.Errorf("compute field %d (%s): %w", f.ID, f.Expr, err)
+		}
+		cols[pos] = arr
+	}
+	for _, pos := range m.opaque {
+		cols[pos] = array.MakeArrayOfNull(m.opts.Allocator, m.entrySchema.Field(pos).Type, n)
+	}
+	return array.NewRecordBatch(m.entrySchema, cols, int64(n)), nil
 }
 
 func releaseAll(arrs []arrow.Array) {
@@ -461,64 +533,152 @@ func releaseAll(arrs []arrow.Array) {
 	}
 }
 
-// ownValue copies a string that may point into an Arrow buffer, which the
-// reader recycles once the batch is released.
-func ownValue(v any) any {
-	if s, ok := v.(string); ok {
-		return strings.Clone(s)
-	}
-	return v
-}
-
 // storedColumns lets expressions over identity fields and metadata columns
-// be evaluated on a batch of stored fields.
+// be evaluated on the stored columns of an entry batch being assembled.
 type storedColumns struct {
-	m   *merger
-	rec arrow.RecordBatch
+	m    *merger
+	cols []arrow.Array // by position in fields
+	n    int
 }
 
-func (c storedColumns) Len() int { return int(c.rec.NumRows()) }
+func (c storedColumns) Len() int { return c.n }
 
 func (c storedColumns) Column(id int) (arrow.Array, error) {
-	for i, pos := range c.m.storedPos {
+	for _, pos := range c.m.storedPos {
 		f := c.m.fields[pos]
 		if r, isRef := f.Expr.(format.Ref); f.Kind == format.KindIdentity && f.ID == id || isRef && r.ID == id {
-			return c.rec.Column(i), nil
+			return c.cols[pos], nil
 		}
 	}
 	return nil, fmt.Errorf("field %d is not stored in range files", id)
 }
 
-// oldEntry takes the next entry of the file being merged.
-func (m *merger) oldEntry(idx int, entry format.Key) error {
-	var err error
-	if m.keyBuf, err = m.codec.AppendKey(m.keyBuf[:0], entry); err != nil {
-		return err
-	}
-	key := m.keyBuf
-	if len(m.oldKey) > 0 && bytes.Compare(key, m.oldKey) < 0 {
-		return fmt.Errorf("merge range file %s: entry %s: %w", m.fileName, m.describe(entry), ErrUnsortedRangeFile)
-	}
-	m.oldKey = append(m.oldKey[:0], key...)
-	if m.group.active {
-		if bytes.Equal(key, m.group.key) {
-			return m.group.addOld(m, entry)
+// mergeBatch merges one batch of prev[idx]'s entries with the mutations that
+// fall among them.
+func (m *merger) mergeBatch(idx int, ent arrow.RecordBatch) error {
+	n := int(ent.NumRows())
+	i := 0
+	for i < n {
+		if m.group.active {
+			// The group of the last row decoded may go on in this batch.
+			key, err := m.decodeRow(ent, i)
+			if err != nil {
+				return err
+			}
+			if bytes.Equal(key, m.group.key) {
+				if err := m.group.addOld(m, m.rowBuf); err != nil {
+					return err
+				}
+				i++
+				m.batchPos = i
+				continue
+			}
+			if err := m.resolveGroup(idx); err != nil {
+				return err
+			}
+			continue
 		}
-		if err := m.resolveGroup(idx); err != nil {
+		if !m.hasHead || m.head.target != idx {
+			return m.pass(idx, ent, i, n)
+		}
+		// The rows before the first one at or after the head's key are
+		// untouched.
+		j, err := m.seek(ent, i, n)
+		if err != nil {
 			return err
 		}
-	}
-	for m.hasHead && m.head.target == idx && bytes.Compare(m.head.key, key) < 0 {
+		if err := m.pass(idx, ent, i, j); err != nil {
+			return err
+		}
+		if i = j; i == n {
+			return nil // the head's key may be in the next batch
+		}
+		key, err := m.decodeRow(ent, i)
+		if err != nil {
+			return err
+		}
+		if bytes.Equal(key, m.head.key) {
+			m.startGroup(key)
+			if err := m.group.addOld(m, m.rowBuf); err != nil {
+				return err
+			}
+			i++
+			m.batchPos = i
+			continue
+		}
+		// The file holds no entry of the head's key: its mutations go
+		// before row i.
 		m.startGroup(m.head.key)
 		if err := m.resolveGroup(-1); err != nil {
 			return err
 		}
 	}
-	if m.hasHead && m.head.target == idx && bytes.Equal(m.head.key, key) {
-		m.startGroup(key)
-		return m.group.addOld(m, entry)
+	return nil
+}
+
+// seek returns the first row in [from, n) of an entry batch whose staging
+// key is at or above the head's (n if none). It gallops from from, so that
+// a head just ahead costs a few decoded rows and one far ahead a binary
+// search.
+func (m *merger) seek(ent arrow.RecordBatch, from, n int) (int, error) {
+	var err error
+	below := func(i int) bool {
+		if err != nil {
+			return false
+		}
+		var key []byte
+		if key, err = m.rowKey(ent, i); err != nil {
+			return false
+		}
+		return bytes.Compare(key, m.head.key) < 0
 	}
-	return m.emit(entry, idx)
+	lo, hi, step := from, from, 1
+	for hi < n && below(hi) {
+		lo, hi, step = hi+1, from+step, step*2
+	}
+	hi = min(hi, n)
+	j := lo + sort.Search(hi-lo, func(d int) bool { return !below(lo + d) })
+	return j, err
+}
+
+// pass writes rows [from, to) of a batch of prev[idx] unchanged.
+func (m *merger) pass(idx int, ent arrow.RecordBatch, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	m.source = idx
+	if len(m.opaque) > 0 {
+		m.outputs[len(m.outputs)-1].files[idx] = true
+	}
+	m.batchPos = to
+	err := m.w.AddRows(ent, from, to)
+	m.source = -1
+	return err
+}
+
+// rowKey returns the staging key of row i of an entry batch (in keyBuf).
+func (m *merger) rowKey(ent arrow.RecordBatch, i int) ([]byte, error) {
+	m.rowBuf = m.codec.Row(m.rowBuf, ent, i)
+	var err error
+	if m.keyBuf, err = m.codec.AppendKey(m.keyBuf[:0], m.rowBuf); err != nil {
+		return nil, err
+	}
+	return m.keyBuf, nil
+}
+
+// decodeRow reads row i, which the merge goes through in order, into rowBuf
+// and returns its staging key; a key below the one decoded before means the
+// file is not in staging-key order.
+func (m *merger) decodeRow(ent arrow.RecordBatch, i int) ([]byte, error) {
+	key, err := m.rowKey(ent, i)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.oldKey) > 0 && bytes.Compare(key, m.oldKey) < 0 {
+		return nil, fmt.Errorf("merge range file %s: entry %s: %w", m.fileName, m.describe(m.rowBuf), ErrUnsortedRangeFile)
+	}
+	m.oldKey = append(m.oldKey[:0], key...)
+	return key, nil
 }
 
 // group gathers the entries of one staging key that the delta changes: the
@@ -552,6 +712,8 @@ func (g *group) item(stored []byte) *groupItem {
 	return &g.items[len(g.items)-1]
 }
 
+// addOld adds an existing entry; its values may point into an Arrow batch,
+// so the group keeps a copy.
 func (g *group) addOld(m *merger, entry format.Key) error {
 	enc, err := m.storedEncoding(entry)
 	if err != nil {
@@ -559,11 +721,23 @@ func (g *group) addOld(m *merger, entry format.Key) error {
 	}
 	it := g.item(enc)
 	if it.entry == nil {
-		it.entry = append(format.Key(nil), entry...)
+		it.entry = make(format.Key, len(entry))
+		for i, v := range entry {
+			it.entry[i] = ownValue(v)
+		}
 	}
 	it.old++
 	it.count++
 	return nil
+}
+
+// ownValue copies a string that may point into an Arrow buffer, which the
+// reader recycles once the batch is released.
+func ownValue(v any) any {
+	if s, ok := v.(string); ok {
+		return strings.Clone(s)
+	}
+	return v
 }
 
 // resolveGroup applies the mutations of the group's key and writes what
@@ -629,16 +803,9 @@ func (m *merger) storedEncoding(entry format.Key) ([]byte, error) {
 // emit writes one entry to the run; oldFile is the file of prev it came
 // from, or -1 for an inserted entry.
 func (m *merger) emit(entry format.Key, oldFile int) error {
-	before := len(m.w.Written())
 	if err := m.w.Add(entry); err != nil {
 		return err
 	}
-	if len(m.w.Written()) > before {
-		// Add closed the open file: the entry starts the next one.
-		m.outputs = append(m.outputs, m.newOutputBounds())
-		m.rowsOpen = 0
-	}
-	m.rowsOpen++
 	if len(m.opaque) > 0 {
 		m.outputs[len(m.outputs)-1].observe(m, entry, oldFile)
 	}

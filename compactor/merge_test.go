@@ -31,7 +31,7 @@ type mergeFixture struct {
 
 func newMergeFixture(t *testing.T, is *format.IndexSchema) *mergeFixture {
 	return &mergeFixture{t: t, is: is, codec: format.NewEntryCodec(is), dir: "file://" + filepath.ToSlash(t.TempDir()),
-		opts: MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 16, BatchRows: 16}, MinFileSize: 1}}
+		opts: MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 16, BatchRows: 16}, MinFileSize: 1, ReadBatchRows: 5}}
 }
 
 // ttlSchema is (k long, payload string, ts long) indexed by identity k with
@@ -257,14 +257,21 @@ func evenRows(n int) []format.Key {
 
 // applyModel applies mutations to a multiset of rows.
 func applyModel(rows []format.Key, muts []mut) []format.Key {
-	out := slices.Clone(rows)
+	count := map[string]int{} // copies to delete
+	for _, m := range muts {
+		count[fmt.Sprint(m.entry)] += max(-m.count, 0)
+	}
+	var out []format.Key
+	for _, r := range rows {
+		if k := fmt.Sprint(r); count[k] > 0 {
+			count[k]--
+			continue
+		}
+		out = append(out, r)
+	}
 	for _, m := range muts {
 		for range m.count {
 			out = append(out, m.entry)
-		}
-		for range -m.count {
-			i := slices.IndexFunc(out, func(r format.Key) bool { return reflect.DeepEqual(r, m.entry) })
-			out = slices.Delete(out, i, i+1)
 		}
 	}
 	return out
@@ -498,6 +505,7 @@ func TestMergeUnionBoundsOfUncomputableFields(t *testing.T) {
 	for i := range 40 {
 		base = append(base, format.Key{int64(i), "p", int64(1000 + i)})
 	}
+	x.opts.TargetFileSize = 1 << 20
 	prev := x.write(1<<20, base[:20]...)
 	prev = append(prev, x.write(1<<20, base[20:]...)...)
 	if len(prev) != 2 {
@@ -547,6 +555,16 @@ func keyRange(from, to int) []format.Key {
 	return rows
 }
 
+// noisyRows are keys [from, to) with payloads that do not compress away.
+func noisyRows(from, to int) []format.Key {
+	var rows []format.Key
+	for i := from; i < to; i++ {
+		h := uint64(i) * 0x9E3779B97F4A7C15
+		rows = append(rows, row(int64(i), fmt.Sprintf("%016x%016x%016x%016x", h, h*31, h*131, h*1031)))
+	}
+	return rows
+}
+
 func TestMergeFoldsSmallNeighbours(t *testing.T) {
 	is := testIndexSchema(t)
 	t.Run("a shrunken file absorbs the next", func(t *testing.T) {
@@ -588,23 +606,38 @@ func TestMergeFoldsSmallNeighbours(t *testing.T) {
 			t.Errorf("replaced %v into %d files; want the small file 1 folded into file 2's rewrite", got, len(res.Entries))
 		}
 	})
-	t.Run("no fold when the neighbour does not fit", func(t *testing.T) {
+	t.Run("a shrunken file and a neighbour too big for one file are split evenly", func(t *testing.T) {
 		x := newMergeFixture(t, is)
-		base := slices.Concat(keyRange(0, 200), keyRange(200, 400), keyRange(400, 600))
-		prev := x.files(base[:200], base[200:400], base[400:])
-		x.opts.TargetFileSize = prev[2].FileSizeInBytes // a shrunken file 1 plus file 2 exceed it
-		x.opts.MinFileSize = prev[1].FileSizeInBytes / 2
+		// Files large enough that their data, not their footers, make
+		// their size.
+		x.opts.RowGroupRows, x.opts.BatchRows, x.opts.PageSizeBytes = 1024, 256, 4096
+		base := noisyRows(0, 6000)
+		prev := x.files(base[:2000], base[2000:4000], base[4000:])
+		size := prev[2].FileSizeInBytes
+		x.opts.TargetFileSize = size * 4 / 5 // file 2 fits in the band; with the rest of file 1 it does not
+		x.opts.MinFileSize = x.opts.TargetFileSize / 2
 		var muts []mut
-		for _, r := range base[210:400] {
+		for _, r := range base[2500:4000] { // file 1 keeps a quarter of its entries
 			muts = append(muts, mut{r, -1})
 		}
 		res, err := x.merge(prev, muts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		x.check(res.Entries)
-		if got := touched(prev, res.Entries); !slices.Equal(got, []int{1}) {
-			t.Errorf("replaced %v, want only file 1", got)
+		if got, want := x.check(res.Entries), x.storedRows(applyModel(base, muts)); !slices.Equal(got, want) {
+			t.Fatalf("index holds %d entries, want %d", len(got), len(want))
+		}
+		if got := touched(prev, res.Entries); !slices.Equal(got, []int{1, 2}) || len(res.Entries) != 3 {
+			for _, e := range res.Entries {
+				t.Logf("%d entries %d bytes (target %d)", e.RecordCount, e.FileSizeInBytes, x.opts.TargetFileSize)
+			}
+			t.Fatalf("replaced %v into %d files; want files 1 and 2 rewritten as two", got, len(res.Entries))
+		}
+		for _, e := range res.Entries[1:] {
+			if e.FileSizeInBytes < x.opts.MinFileSize || e.FileSizeInBytes > x.opts.TargetFileSize*3/2 {
+				t.Errorf("a rewritten file of %d bytes (%d entries) is outside [%d, %d]", e.FileSizeInBytes, e.RecordCount,
+					x.opts.MinFileSize, x.opts.TargetFileSize*3/2)
+			}
 		}
 	})
 }

@@ -13,10 +13,22 @@ import (
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
+// DefaultTargetFileSize is the range file size that builds and merges aim
+// for when none is configured: small enough that a commit touching a few
+// keys rewrites little (a merge reads and writes whole range files), large
+// enough that a 10M-entry index is tens of files, not thousands. README
+// ("Range file size") has the measurements behind it.
+const DefaultTargetFileSize = 4 << 20
+
 // RangeWriterOptions tune how entries become range files.
 type RangeWriterOptions struct {
-	// TargetFileSize closes a range file once it holds about this many
-	// bytes, at the next change of clustering key. Default: 128 MiB.
+	// TargetFileSize is the size range files aim for. A file is closed at
+	// the first change of clustering key after it reaches the target, unless
+	// what is still to come would make a file under half the target: then
+	// it grows up to 1.25 targets, so that builds and merges keep every file
+	// between half and one and a half targets (only a run of equal
+	// clustering keys, which must share a file, and the last file of an
+	// index fall outside). Default: DefaultTargetFileSize (4 MiB).
 	TargetFileSize int64
 	// RowGroupRows caps the rows of a Parquet row group. Default: 131072.
 	RowGroupRows int
@@ -24,7 +36,8 @@ type RangeWriterOptions struct {
 	// lookups skip more through the page index. Default: 64 KiB.
 	PageSizeBytes int
 	// BatchRows is the number of entries handed to the Parquet writer at
-	// once. Default: 8192.
+	// once, and how often the size of the open file is looked at. Default:
+	// 32768.
 	BatchRows int
 	// Store writes the files. Default: a store for local files only.
 	Store *objstore.Store
@@ -34,13 +47,13 @@ type RangeWriterOptions struct {
 
 func (o *RangeWriterOptions) ensureDefaults() {
 	if o.TargetFileSize <= 0 {
-		o.TargetFileSize = 128 << 20
+		o.TargetFileSize = DefaultTargetFileSize
 	}
 	if o.RowGroupRows <= 0 {
 		o.RowGroupRows = 128 * 1024
 	}
 	if o.BatchRows <= 0 {
-		o.BatchRows = 8192
+		o.BatchRows = 32 * 1024
 	}
 	o.BatchRows = min(o.BatchRows, o.RowGroupRows)
 	if o.Allocator == nil {
@@ -51,10 +64,16 @@ func (o *RangeWriterOptions) ensureDefaults() {
 	}
 }
 
-// RangeWriter writes entries, given one by one in cluster order, into range
-// files under dir. A file is closed when it reaches the target size and the
-// clustering key changes, so all entries of one clustering key share a file.
-// It belongs to one goroutine.
+// maxFileSize is the estimated size past which a file is closed at the next
+// change of clustering key whatever follows: 1.25 targets, which leaves room
+// within the band of 1.5 targets for the estimate to fall short of the
+// final size (the footer, the last pages).
+func (o *RangeWriterOptions) maxFileSize() int64 { return o.TargetFileSize + o.TargetFileSize/4 }
+
+// RangeWriter writes entries in cluster order into range files under dir,
+// one by one (Add) or as slices of Arrow batches (AddRows), which go to the
+// Parquet writer without a conversion per entry. All entries of one
+// clustering key share a file. It belongs to one goroutine.
 type RangeWriter struct {
 	ctx        context.Context
 	schema     *format.IndexSchema
@@ -66,9 +85,21 @@ type RangeWriter struct {
 	builder     *array.RecordBuilder
 	pending     int
 
+	// remaining, when set, estimates the entries still to come after those
+	// given so far; it lets the writer avoid leaving a small last file.
+	remaining func() int64
+	// entrySize, when set, is the expected size of an entry in a range file,
+	// footer included: set by a merge from the files it replaces, and
+	// learned from each file the writer closes.
+	entrySize float64
+	// afterSplit, when set, is called each time Add or AddRows closed a file
+	// and the entries that follow start the next one.
+	afterSplit func()
+
 	out     *objstore.Writer
 	file    *format.RangeFileWriter
-	full    bool       // the open file reached its target: close at the next key change
+	rows    int64      // entries written to the open file
+	size    int64      // its estimated size after the last write
 	lastKey format.Key // clustering key of the last entry added
 	keyBuf  format.Key
 	written []format.TrackingEntry
@@ -102,8 +133,8 @@ func (w *RangeWriter) Add(entry format.Key) error {
 	for _, p := range w.clusterPos {
 		w.keyBuf = append(w.keyBuf, entry[p])
 	}
-	if w.full && w.lastKey != nil && format.CompareKeys(w.schema.ClusterTypes(), w.lastKey, w.keyBuf) != 0 {
-		if err := w.finishFile(); err != nil {
+	if w.shouldClose(1) && format.CompareKeys(w.schema.ClusterTypes(), w.lastKey, w.keyBuf) != 0 {
+		if err := w.split(); err != nil {
 			return err
 		}
 	}
@@ -116,6 +147,133 @@ func (w *RangeWriter) Add(entry format.Key) error {
 	w.pending++
 	if w.pending >= w.opts.BatchRows {
 		return w.flushBatch()
+	}
+	return nil
+}
+
+// AddRows appends rows [from, to) of rec, a batch of entries with the
+// columns of ArrowSchema(EntrySchema) in EntrySchema order, after the
+// entries given before. The rows go to the Parquet writer as slices of rec.
+func (w *RangeWriter) AddRows(rec arrow.RecordBatch, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	if err := w.flushBatch(); err != nil {
+		return err
+	}
+	for from < to {
+		if w.shouldClose(int64(to - from)) {
+			// Entries of the last key written stay in the open file.
+			same := from
+			for same < to && w.compareRow(rec, same) == 0 {
+				same++
+			}
+			if err := w.writeRows(rec, from, same); err != nil {
+				return err
+			}
+			if from = same; from == to {
+				return nil
+			}
+			if err := w.split(); err != nil {
+				return err
+			}
+		}
+		end := min(from+w.opts.BatchRows, to)
+		if err := w.writeRows(rec, from, end); err != nil {
+			return err
+		}
+		from = end
+	}
+	return nil
+}
+
+// compareRow compares the clustering key of row i of rec with the last one
+// written.
+func (w *RangeWriter) compareRow(rec arrow.RecordBatch, i int) int {
+	if w.lastKey == nil {
+		return 1
+	}
+	w.rowKey(rec, i)
+	return format.CompareKeys(w.schema.ClusterTypes(), w.keyBuf, w.lastKey)
+}
+
+// rowKey sets keyBuf to the clustering key of row i of rec.
+func (w *RangeWriter) rowKey(rec arrow.RecordBatch, i int) {
+	w.keyBuf = w.keyBuf[:0]
+	for n, p := range w.clusterPos {
+		w.keyBuf = append(w.keyBuf, format.ValueAtAs(w.schema.ClusterTypes()[n], rec.Column(p), i))
+	}
+}
+
+// writeRows hands rows [from, to) of rec to the open file.
+func (w *RangeWriter) writeRows(rec arrow.RecordBatch, from, to int) error {
+	if from >= to {
+		return nil
+	}
+	if w.file == nil {
+		if err := w.openFile(); err != nil {
+			return err
+		}
+	}
+	part := rec
+	if from > 0 || to < int(rec.NumRows()) {
+		part = rec.NewSlice(int64(from), int64(to))
+		defer part.Release()
+	}
+	if err := w.file.Write(part); err != nil {
+		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
+	}
+	w.rowKey(rec, to-1)
+	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
+	w.rows += int64(to - from)
+	w.noteSize()
+	return nil
+}
+
+// shouldClose decides, before the next entries (of which the caller holds
+// ahead), whether to close the open file at the next change of clustering
+// key. A file closes once it reaches the target, unless what is still to
+// come (ahead, and what remaining estimates) would then make a file under
+// half the target and both fit in one and a half targets; and a file of at
+// least half the target closes early when the rest will not fit in it but
+// is no larger than it, so that the two split evenly. Past one and a half
+// targets it closes whatever follows.
+func (w *RangeWriter) shouldClose(ahead int64) bool {
+	rows := w.rows + int64(w.pending)
+	if w.file == nil || w.rows == 0 || w.lastKey == nil {
+		return false
+	}
+	target, limit := w.opts.TargetFileSize, w.opts.maxFileSize()
+	perEntry := float64(w.size) / float64(w.rows)
+	size := int64(perEntry * float64(rows))
+	if size >= limit {
+		return true
+	}
+	if w.remaining == nil {
+		return size >= target
+	}
+	rest := int64(perEntry * float64(ahead+w.remaining()))
+	if size >= target {
+		return rest >= target/2 || size+rest > limit
+	}
+	return size+rest > limit && size >= rest && size >= target/2
+}
+
+func (w *RangeWriter) noteSize() {
+	// The Parquet writer counts only the pages it has compressed, not the
+	// dictionaries and the page it is filling, nor the footer it writes at
+	// the close; the bytes per entry of whole files (the files a merge
+	// replaces, or those this writer closed) count all of it.
+	w.size = max(w.file.EstimatedSize(), int64(w.entrySize*float64(w.rows)))
+}
+
+// split closes the open file between two entries and reports it.
+func (w *RangeWriter) split() error {
+	if err := w.finishFile(); err != nil {
+		return err
+	}
+	if w.afterSplit != nil {
+		w.afterSplit()
 	}
 	return nil
 }
@@ -133,13 +291,12 @@ func (w *RangeWriter) flushBatch() error {
 	}
 	rec := w.builder.NewRecordBatch()
 	defer rec.Release()
+	w.rows += int64(w.pending)
 	w.pending = 0
 	if err := w.file.Write(rec); err != nil {
 		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
 	}
-	if w.file.EstimatedSize() >= w.opts.TargetFileSize {
-		w.full = true
-	}
+	w.noteSize()
 	return nil
 }
 
@@ -157,7 +314,7 @@ func (w *RangeWriter) openFile() error {
 		out.Abort()
 		return fmt.Errorf("start range file %s: %w", out.Location(), err)
 	}
-	w.out, w.file, w.full = out, f, false
+	w.out, w.file, w.size, w.rows = out, f, 0, 0
 	return nil
 }
 
@@ -177,10 +334,26 @@ func (w *RangeWriter) finishFile() error {
 		return err
 	}
 	entry.FilePath = w.out.Location()
+	if entry.RecordCount > 0 {
+		// Later files of this writer are estimated at the bytes per
+		// entry of this one, footer included.
+		w.entrySize = float64(entry.FileSizeInBytes) / float64(entry.RecordCount)
+	}
 	w.bytes += entry.FileSizeInBytes
 	w.written = append(w.written, entry)
-	w.file, w.out, w.full = nil, nil, false
+	w.file, w.out, w.size, w.rows = nil, nil, 0, 0
 	return nil
+}
+
+// open returns the entries given since the last file was closed and an
+// estimate of the size they take.
+func (w *RangeWriter) open() (rows, size int64) {
+	rows = w.rows + int64(w.pending)
+	if w.file == nil || w.rows == 0 {
+		return rows, 0
+	}
+	size = w.file.EstimatedSize()
+	return rows, size + int64(float64(size)/float64(w.rows)*float64(w.pending))
 }
 
 // Close finishes the last file and returns the tracking entries of every

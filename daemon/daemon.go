@@ -103,7 +103,8 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		}
 		seen[name+"/"+ref.Index] = true
 		u := updater.New(tables, indexes, store, id, ref.Index, updater.Options{
-			Policy: updater.Policy(rc.Policy),
+			Policy:               updater.Policy(rc.Policy),
+			AdaptiveMaxSnapshots: rc.Adaptive.MaxSnapshotsBehind, AdaptiveMaxLag: time.Duration(rc.Adaptive.MaxLag),
 			Range: compactor.RangeWriterOptions{
 				TargetFileSize: int64(cfg.Build.TargetFileSize), RowGroupRows: cfg.Build.RowGroupRows, Store: files,
 			},

@@ -24,6 +24,7 @@ type metrics struct {
 	filesRewritten   *prometheus.CounterVec
 	filesReused      *prometheus.CounterVec
 	bytesWritten     *prometheus.CounterVec
+	entriesRewritten *prometheus.CounterVec
 	fullBuilds       *prometheus.CounterVec
 	commitConflicts  *prometheus.CounterVec
 	commitRetries    *prometheus.CounterVec
@@ -57,6 +58,7 @@ func newMetrics() *metrics {
 		filesRewritten:   counter("streamidx_compactor_range_files_rewritten_total", "Range files replaced by incremental merges."),
 		filesReused:      counter("streamidx_compactor_range_files_reused_total", "Range files carried unchanged into a new index snapshot."),
 		bytesWritten:     counter("streamidx_compactor_written_bytes_total", "Bytes of range files written."),
+		entriesRewritten: counter("streamidx_compactor_written_entries_total", "Entries written to range files (those of rewritten files that stayed, and those inserted)."),
 		fullBuilds:       counter("streamidx_compactor_full_builds_total", "Full builds (first build, or fallback when an incremental update cannot apply)."),
 		commitConflicts:  counter("streamidx_flush_commit_conflicts_total", "Updates voided because another writer moved the index first."),
 		commitRetries:    counter("streamidx_flush_commit_retries_total", "Compare-and-swap attempts repeated after another writer's commit."),
@@ -80,7 +82,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(reg prometheus.Registerer, behind prometheus.Collector) error {
 	for _, c := range []prometheus.Collector{m.lag, m.commitLag, m.commits, m.updateSeconds, m.stagedMutations, m.filesRewritten,
-		m.filesReused, m.bytesWritten, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
+		m.filesReused, m.bytesWritten, m.entriesRewritten, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
 		m.snapshotsExpired, m.filesDeleted, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending, behind} {
 		if err := reg.Register(c); err != nil {
 			return err
@@ -112,6 +114,7 @@ func (m *metrics) observe(w *worker, st updater.Stats, err error) {
 	m.filesRewritten.WithLabelValues(l...).Add(float64(p.FilesRewritten))
 	m.filesReused.WithLabelValues(l...).Add(float64(p.FilesReused))
 	m.bytesWritten.WithLabelValues(l...).Add(float64(p.BytesWritten))
+	m.entriesRewritten.WithLabelValues(l...).Add(float64(p.EntriesRewritten))
 	if p.FullBuild {
 		m.fullBuilds.WithLabelValues(l...).Inc()
 	}

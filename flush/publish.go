@@ -57,6 +57,11 @@ type Publication struct {
 	// on top of whatever is current, as an explicit rebuild wants.
 	RequireBase    bool
 	BaseSnapshotID int64
+	// SnapshotID, when not 0, is the id the new snapshot gets (from
+	// NewSnapshotID), so that work for the next snapshot can be named after
+	// it before it commits. Should another writer hold it by then, the
+	// commit fails with ErrBaseMoved. Default: 0, a fresh random id.
+	SnapshotID int64
 }
 
 // Options tune publishing.
@@ -106,7 +111,13 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 	if md.IndexUUID != p.IndexUUID {
 		return nil, "", fmt.Errorf("publish index %s: %w", p.Index, ErrIndexReplaced)
 	}
-	snapID := newSnapshotID(md)
+	snapID := p.SnapshotID
+	switch {
+	case snapID == 0:
+		snapID = NewSnapshotID(md)
+	case md.SnapshotByID(snapID) != nil:
+		return nil, "", fmt.Errorf("publish index %s: snapshot id %d is taken: %w", p.Index, snapID, ErrBaseMoved)
+	}
 	trackingLoc, err := writeTracking(ctx, md.Location, snapID, p, opts)
 	if err != nil {
 		return nil, "", err
@@ -141,9 +152,12 @@ func Publish(ctx context.Context, cat indexcatalog.Catalog, p Publication, opts 
 			}
 		}
 		if base.SnapshotByID(snapID) != nil {
+			if p.SnapshotID != 0 {
+				return nil, fmt.Errorf("snapshot id %d is taken: %w", snapID, ErrBaseMoved)
+			}
 			// Another writer took the id since: the tracking file names its
 			// snapshot, so it is written again under a new one.
-			snapID = newSnapshotID(base)
+			snapID = NewSnapshotID(base)
 			loc, err := writeTracking(ctx, md.Location, snapID, p, opts)
 			if err != nil {
 				return nil, err
@@ -190,8 +204,8 @@ func removeQuietly(ctx context.Context, opts Options, loc string) {
 	opts.Store.RemoveQuietly(context.WithoutCancel(ctx), opts.Logger, "unreferenced tracking file", loc)
 }
 
-// newSnapshotID picks a positive random 63-bit id not used by md.
-func newSnapshotID(md *format.Metadata) int64 {
+// NewSnapshotID picks a positive random 63-bit id not used by md.
+func NewSnapshotID(md *format.Metadata) int64 {
 	for {
 		var b [8]byte
 		_, _ = rand.Read(b[:])

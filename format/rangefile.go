@@ -45,6 +45,11 @@ type RangeFileOptions struct {
 	// compress.Codecs.Uncompressed, selects the default, so range files are
 	// always compressed. Default compress.Codecs.Zstd.
 	Compression compress.Compression
+	// CompressionLevel is the codec's level. Range files are written again
+	// on every commit that touches them, so the default favours speed:
+	// zstd's fastest level, which on index entries compresses about as well
+	// as its default one. Default 1.
+	CompressionLevel int
 	// Allocator allocates the writer's buffers. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
 }
@@ -61,6 +66,9 @@ func (o RangeFileOptions) withDefaults() (RangeFileOptions, error) {
 	}
 	if o.Compression == compress.Codecs.Uncompressed {
 		o.Compression = compress.Codecs.Zstd
+	}
+	if o.CompressionLevel == 0 {
+		o.CompressionLevel = 1
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
@@ -132,6 +140,7 @@ func NewRangeFileWriter(w io.Writer, s *IndexSchema, opts RangeFileOptions) (*Ra
 	props := []parquet.WriterProperty{
 		parquet.WithAllocator(opts.Allocator),
 		parquet.WithCompression(opts.Compression),
+		parquet.WithCompressionLevel(opts.CompressionLevel),
 		parquet.WithMaxRowGroupLength(int64(opts.RowGroupRows)),
 		parquet.WithDataPageSize(int64(opts.PageSizeBytes)),
 		parquet.WithStats(true),
@@ -305,13 +314,23 @@ func formatKey(types []iceberg.Type, k Key) string {
 }
 
 // EstimatedSize is the size the file would have if it were closed now: the
-// bytes already written plus the compressed size of the row group being
-// buffered. Writers use it to close range files near a target size.
+// bytes already written plus those of the row group being buffered. The
+// buffered row group counts its compressed pages, or, once a row group has
+// been written, its rows at the bytes per row of those written when that is
+// more: dictionary pages and the page being filled are written only when
+// the row group closes. Writers use it to close range files near a target
+// size.
 func (w *RangeFileWriter) EstimatedSize() int64 {
 	if w.closed {
 		return w.sink.n
 	}
-	return w.sink.n + w.fw.RowGroupTotalCompressedBytes()
+	buffered := w.fw.RowGroupTotalCompressedBytes()
+	if rgRows, err := w.fw.RowGroupNumRows(); err == nil {
+		if done := w.rows - int64(rgRows); done > 0 {
+			buffered = max(buffered, int64(float64(w.sink.n)/float64(done)*float64(rgRows)))
+		}
+	}
+	return w.sink.n + buffered
 }
 
 // LastKey returns the clustering key of the last entry written, or nil before

@@ -22,8 +22,8 @@ type indexResolver struct {
 	is      *format.IndexSchema
 	entries []format.TrackingEntry
 	store   *objstore.Store
-	// FilesRead counts range files read, for the log.
-	filesRead int
+	// filesRead and rowGroupsRead count what the resolver read.
+	filesRead, rowGroupsRead int
 }
 
 // ResolveEquality implements ingest.EqualityResolver.
@@ -126,7 +126,9 @@ func (r *indexResolver) scanFile(ctx context.Context, te format.TrackingEntry, t
 	}
 	key := make(format.Key, len(types))
 	var enc []byte
-	return rf.Read(ctx, ids, nil, func(rec arrow.RecordBatch) error {
+	groups := r.rowGroups(rf.RangeFileReader, types[0], want)
+	r.rowGroupsRead += len(groups)
+	return rf.Read(ctx, ids, groups, func(rec arrow.RecordBatch) error {
 		for row := 0; row < int(rec.NumRows()); row++ {
 			for i, t := range types {
 				key[i] = format.ValueAtAs(t, rec.Column(i), row)
@@ -144,4 +146,42 @@ func (r *indexResolver) scanFile(ctx context.Context, te format.TrackingEntry, t
 		}
 		return nil
 	})
+}
+
+// rowGroups returns the row groups of rf whose statistics of the leading
+// cluster field (of type t) may hold the first value of a wanted key (keys
+// of want are encodings of key prefixes), so that a few keys read a few
+// row groups, not the whole file.
+func (r *indexResolver) rowGroups(rf *format.RangeFileReader, t iceberg.Type, want map[string]bool) []int {
+	var firsts []any // the distinct first values, sorted
+	nulls := false
+	for enc := range want {
+		k, _, err := format.DecodeKey([]byte(enc), []iceberg.Type{t})
+		if err != nil {
+			return nil // cannot tell: read every row group
+		}
+		if k[0] == nil {
+			nulls = true
+			continue
+		}
+		firsts = append(firsts, k[0])
+	}
+	slices.SortFunc(firsts, func(a, b any) int { return format.Compare(t, a, b) })
+	id := r.is.ClusterFields()[0].ID
+	groups := []int{}
+	for g := range rf.NumRowGroups() {
+		_, stats := rf.RowGroupStats(g)
+		st := stats[id]
+		if st == nil || st.LowerBound == nil || st.UpperBound == nil {
+			groups = append(groups, g) // no usable bounds
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(firsts, st.LowerBound, func(v, lo any) int { return format.Compare(t, v, lo) })
+		inRange := i < len(firsts) && format.Compare(t, firsts[i], st.UpperBound) <= 0
+		mayHoldNull := st.NullValueCount == nil || *st.NullValueCount > 0
+		if inRange || nulls && mayHoldNull {
+			groups = append(groups, g)
+		}
+	}
+	return groups
 }

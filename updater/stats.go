@@ -50,6 +50,12 @@ type Publication struct {
 	// written.
 	FilesWritten, FilesRewritten, FilesReused int
 	BytesWritten                              int64
+	// EntriesRewritten counts the entries written to new range files.
+	EntriesRewritten int64
+	// Skipped counts the source snapshots between the previously indexed
+	// one and this one that got no index snapshot of their own (policy
+	// latest or adaptive).
+	Skipped int
 }
 
 // Lag is the time from the source commit to the index commit.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,12 +31,25 @@ const (
 	PolicyEvery Policy = "every"
 	// PolicyLatest skips to the newest source snapshot when behind.
 	PolicyLatest Policy = "latest"
+	// PolicyAdaptive is every while the index keeps up, and latest once it
+	// is more than AdaptiveMaxSnapshots snapshots or AdaptiveMaxLag behind.
+	PolicyAdaptive Policy = "adaptive"
 )
 
 // Options tune an Updater.
 type Options struct {
-	// Policy: every or latest. Default: every.
+	// Policy: every, latest or adaptive. Default: every.
 	Policy Policy
+	// AdaptiveMaxSnapshots is how many source snapshots newer than the
+	// indexed one policy adaptive tolerates before it skips to the newest.
+	// Default: 10.
+	AdaptiveMaxSnapshots int
+	// AdaptiveMaxLag is how long the oldest source snapshot not yet indexed
+	// may have waited (since its commit) before policy adaptive skips to
+	// the newest. Default: 10s.
+	AdaptiveMaxLag time.Duration
+	// Now is the clock of AdaptiveMaxLag. Default: time.Now.
+	Now func() time.Time
 	// Range tunes range files (target size, row groups) and holds the store
 	// every index file is read and written through. Default: compactor's
 	// defaults and local files.
@@ -67,6 +81,16 @@ type Updater struct {
 	opts    Options
 	log     *slog.Logger
 	sinceEx int
+	// ahead describes the stage the last step staged for the following
+	// snapshot while it published, for the step that uses it.
+	ahead *stagedAhead
+}
+
+// stagedAhead is a stage computed ahead of its step.
+type stagedAhead struct {
+	stage  string
+	source int64
+	staged Publication // StagedMutations and EqualitySlowPathFiles
 }
 
 // New returns an Updater of index on table.
@@ -79,6 +103,15 @@ func New(cat catalog.Catalog, indexes indexcatalog.Catalog, store *staging.Store
 	}
 	if opts.ExpireEvery <= 0 {
 		opts.ExpireEvery = 10
+	}
+	if opts.AdaptiveMaxSnapshots <= 0 {
+		opts.AdaptiveMaxSnapshots = 10
+	}
+	if opts.AdaptiveMaxLag <= 0 {
+		opts.AdaptiveMaxLag = 10 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	if opts.Range.Store == nil {
 		opts.Range.Store = objstore.Local()
@@ -153,16 +186,43 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 			"index_source", cur.SourceTableSnapshotID, "table_snapshot", target.SnapshotID)
 		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
-	next := chain[0]
-	if u.opts.Policy == PolicyLatest {
-		next = target
-	}
-	err = u.incremental(ctx, tbl, md, cur, next, props, st)
+	next := u.choose(chain)
+	err = u.incremental(ctx, tbl, md, cur, chain, next, props, st)
 	if errors.Is(err, compactor.ErrDeltaMismatch) || errors.Is(err, compactor.ErrUnsortedRangeFile) {
 		u.log.Warn("incremental update does not apply: full build", "err", err)
 		return u.fullBuild(ctx, tbl, md, next, props, st)
 	}
 	return err
+}
+
+// choose picks, from the source snapshots newer than the indexed one
+// (oldest first), the one the next index snapshot is for.
+func (u *Updater) choose(chain []*table.Snapshot) *table.Snapshot {
+	newest := chain[len(chain)-1]
+	switch u.opts.Policy {
+	case PolicyLatest:
+		return newest
+	case PolicyAdaptive:
+		waited := u.opts.Now().Sub(time.UnixMilli(chain[0].TimestampMs))
+		if len(chain) > u.opts.AdaptiveMaxSnapshots || waited > u.opts.AdaptiveMaxLag {
+			return newest
+		}
+	}
+	return chain[0]
+}
+
+// following returns the snapshot that the step after the one publishing
+// next will most likely be for, when it is known already: the snapshot
+// after next in chain, unless the policy skips to the newest.
+func (u *Updater) following(chain []*table.Snapshot, next *table.Snapshot) *table.Snapshot {
+	i := slices.IndexFunc(chain, func(s *table.Snapshot) bool { return s.SnapshotID == next.SnapshotID })
+	if i < 0 || i+1 >= len(chain) {
+		return nil
+	}
+	if after := u.choose(chain[i+1:]); after == chain[i+1] {
+		return after
+	}
+	return nil
 }
 
 func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *table.Snapshot, props PropertiesFunc, st *Stats) error {
@@ -182,7 +242,8 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 	if err != nil {
 		return err
 	}
-	u.committed(ctx, snap, &Publication{FullBuild: true, FilesWritten: len(res.Entries), BytesWritten: res.Bytes}, began, st)
+	u.committed(ctx, snap, &Publication{FullBuild: true, FilesWritten: len(res.Entries), BytesWritten: res.Bytes, EntriesRewritten: res.Rows},
+		began, time.Now(), st)
 	return nil
 }
 
@@ -194,15 +255,16 @@ func properties(props PropertiesFunc, tbl *table.Table, snap *table.Snapshot) ma
 	return props(tbl, snap)
 }
 
-// stageName keys staged deltas by the index snapshot they apply to, so a
-// stage is never applied on top of anything else.
-func (u *Updater) stageName(base *format.Snapshot) string {
-	return fmt.Sprintf("%s/%s@%d", strings.Join(u.table, "."), u.index, base.SnapshotID)
+// stageName keys staged deltas by the index snapshot they apply to (its
+// id), so a stage is never applied on top of anything else.
+func (u *Updater) stageName(indexSnapshotID int64) string {
+	return fmt.Sprintf("%s/%s@%d", strings.Join(u.table, "."), u.index, indexSnapshotID)
 }
 
 var errStopIteration = errors.New("stop")
 
-func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, next *table.Snapshot, props PropertiesFunc, st *Stats) error {
+func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, chain []*table.Snapshot,
+	next *table.Snapshot, props PropertiesFunc, st *Stats) error {
 	began := time.Now()
 	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
 	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, next))
@@ -214,7 +276,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 		return err
 	}
 	prev := t.Entries
-	stage := u.stageName(cur)
+	stage := u.stageName(cur.SnapshotID)
 	resolver := &indexResolver{is: is, entries: prev, store: u.opts.Range.Store}
 	pub := &Publication{}
 	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub); err != nil {
@@ -238,23 +300,110 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	if err != nil {
 		return fmt.Errorf("merge delta of source snapshot %d: %w", next.SnapshotID, err)
 	}
+	// The snapshot about to be published gets its id now, so that the delta
+	// of the following source snapshot can be staged under its name while
+	// it commits.
+	snapID := flush.NewSnapshotID(md)
+	var ahead *stagingAhead
+	if after := u.following(chain, next); after != nil {
+		ahead = u.stageAhead(ctx, tbl, md, snapID, next, after, res.Entries)
+	}
 	_, _, err = flush.Publish(ctx, u.indexes, flush.Publication{
 		Table: u.table, Index: u.index, IndexUUID: md.IndexUUID, Schema: is, Entries: res.Entries,
 		SourceSnapshotID: next.SnapshotID, Properties: properties(props, tbl, next), RequireBase: true, BaseSnapshotID: cur.SnapshotID,
+		SnapshotID: snapID,
 	}, flush.Options{Store: u.opts.Range.Store, Logger: u.opts.Logger, OnRetry: func() { st.CommitRetries++ }})
 	if err != nil {
+		ahead.abandon()
 		compactor.RemoveFiles(ctx, u.opts.Range.Store, u.log, newFiles(prev, res.Entries))
 		if errors.Is(err, flush.ErrBaseMoved) {
 			_ = u.store.Drop(stage, next.SnapshotID)
 		}
 		return err
 	}
-	if err := u.store.Drop(stage, next.SnapshotID); err != nil {
-		u.log.Warn("could not drop a committed stage; it is dropped at the next start", "err", err)
-	}
+	committed := time.Now()
+	// Every stage that applies to the previous index snapshot is spent.
+	u.dropStages(stage)
 	pub.FilesWritten, pub.FilesRewritten, pub.FilesReused, pub.BytesWritten = res.Written, res.Rewritten, res.Reused, res.BytesWritten
-	u.committed(ctx, next, pub, began, st)
+	pub.EntriesRewritten = res.EntriesRewritten
+	pub.Skipped = slices.IndexFunc(chain, func(s *table.Snapshot) bool { return s.SnapshotID == next.SnapshotID })
+	u.ahead = ahead.wait()
+	u.committed(ctx, next, pub, began, committed, st)
 	return nil
+}
+
+// dropStages drops the sealed stages named stage: once the index moved past
+// the snapshot they apply to, none of them can be used.
+func (u *Updater) dropStages(stage string) {
+	sealed, err := u.store.Sealed(stage)
+	if err == nil {
+		for _, m := range sealed {
+			if err = u.store.Drop(stage, m.SourceSnapshotID); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		u.log.Warn("could not drop a spent stage", "stage", stage, "err", err)
+	}
+}
+
+// stagingAhead is the delta of the following source snapshot being staged
+// while the current update publishes.
+type stagingAhead struct {
+	stage  string
+	source int64
+	cancel context.CancelFunc
+	done   chan struct{}
+	pub    Publication
+	err    error
+	u      *Updater
+}
+
+// stageAhead starts staging the delta from next to after, on top of the
+// range files entries that the index snapshot snapID (about to be
+// published for next) will hold, under that snapshot's stage name. It may
+// fail or be abandoned: the step for after then stages it again.
+func (u *Updater) stageAhead(ctx context.Context, tbl *table.Table, md *format.Metadata, snapID int64, next, after *table.Snapshot,
+	entries []format.TrackingEntry) *stagingAhead {
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, after))
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	a := &stagingAhead{stage: u.stageName(snapID), source: after.SnapshotID, cancel: cancel, done: make(chan struct{}), u: u}
+	go func() {
+		defer close(a.done)
+		resolver := &indexResolver{is: is, entries: entries, store: u.opts.Range.Store}
+		a.err = u.ensureStaged(ctx, tbl, is, a.stage, next, after, resolver, &a.pub)
+	}()
+	return a
+}
+
+// abandon stops the staging and drops what it staged: the snapshot it was
+// named after was not published.
+func (a *stagingAhead) abandon() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	<-a.done
+	_ = a.u.store.Drop(a.stage, a.source)
+}
+
+// wait waits for the staging to end and describes the stage, or returns nil
+// when it failed (the next step stages again).
+func (a *stagingAhead) wait() *stagedAhead {
+	if a == nil {
+		return nil
+	}
+	<-a.done
+	a.cancel()
+	if a.err != nil {
+		a.u.log.Debug("staging the next delta ahead failed; the next step stages it", "source_snapshot", a.source, "err", a.err)
+		return nil
+	}
+	return &stagedAhead{stage: a.stage, source: a.source, staged: a.pub}
 }
 
 // ensureStaged makes sure a sealed stage of the delta base -> next exists,
@@ -268,6 +417,11 @@ func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format
 	for _, m := range sealed {
 		if m.SourceSnapshotID == next.SnapshotID {
 			u.log.Debug("reusing sealed stage", "source_snapshot", next.SnapshotID, "mutations", m.Mutations)
+			if a := u.ahead; a != nil && a.stage == stage && a.source == next.SnapshotID {
+				// Staged by the previous step while it published.
+				pub.StagedMutations, pub.EqualitySlowPathFiles = a.staged.StagedMutations, a.staged.EqualitySlowPathFiles
+				u.ahead = nil
+			}
 			return nil
 		}
 	}
@@ -314,17 +468,18 @@ func newFiles(prev, next []format.TrackingEntry) []format.TrackingEntry {
 	return out
 }
 
-// committed completes pub for snap, records it in st and runs expiry when
-// it is due.
-func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publication, began time.Time, st *Stats) {
+// committed completes pub for snap, whose index snapshot committed at
+// done, records it in st and runs expiry when it is due.
+func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publication, began, done time.Time, st *Stats) {
 	pub.SourceSnapshotID = snap.SnapshotID
 	pub.SourceCommitted = time.UnixMilli(snap.TimestampMs)
-	pub.Committed = time.Now()
+	pub.Committed = done
 	pub.Took = pub.Committed.Sub(began)
 	st.Published = pub
 	st.IndexedSnapshotID = snap.SnapshotID
-	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "files_written", pub.FilesWritten,
-		"files_reused", pub.FilesReused, "bytes", pub.BytesWritten, "took", pub.Took.Round(time.Millisecond))
+	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "skipped", pub.Skipped,
+		"files_written", pub.FilesWritten, "files_reused", pub.FilesReused, "entries", pub.EntriesRewritten, "bytes", pub.BytesWritten,
+		"took", pub.Took.Round(time.Millisecond))
 	u.sinceEx++
 	if u.sinceEx >= u.opts.ExpireEvery {
 		u.sinceEx = 0

@@ -33,7 +33,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap `servers` host:port,... for commit notifications (default: none, poll only)")
 	commitTopic := fs.String("commit-topic", "", "commit notification `topic` (default streamidx-commits)")
 	httpAddr := fs.String("http", "", "listen `address` of /metrics, /healthz, /readyz, or none (default 127.0.0.1:9464)")
-	policy := fs.String("policy", "", "alignment `policy`: every or latest (default every)")
+	policy := fs.String("policy", "", "alignment `policy`: every, latest or adaptive (default every)")
 	stageDir := fs.String("stage-dir", "", "staging store `directory` (default: staging/ beside the SQLite catalog or the local warehouse)")
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	if err := fs.Parse(args); err != nil {

@@ -39,9 +39,13 @@ type RunConfig struct {
 	// PollInterval is how often the catalog is polled for new snapshots
 	// when no notification arrives. Default: 10s.
 	PollInterval Duration `yaml:"poll-interval"`
-	// Policy is every (one index snapshot per source snapshot) or latest
-	// (skip to the newest when behind). Default: every.
+	// Policy is every (one index snapshot per source snapshot), latest
+	// (skip to the newest when behind) or adaptive (every while the index
+	// keeps up, latest when it falls behind by more than run.adaptive
+	// says). Default: every.
 	Policy string `yaml:"policy"`
+	// Adaptive says when policy adaptive skips to the newest snapshot.
+	Adaptive AdaptiveConfig `yaml:"adaptive"`
 	// HTTP is the listen address of /metrics, /healthz and /readyz; empty
 	// turns the server off. Default: 127.0.0.1:9464.
 	HTTP string `yaml:"http"`
@@ -65,6 +69,17 @@ type RunConfig struct {
 	// rebuild is logged with the file. A corrupt metadata file still halts
 	// (streamidx rollback repairs it). Default: false.
 	RebuildOnCorruption bool `yaml:"rebuild-on-corruption"`
+}
+
+// AdaptiveConfig bounds how far behind policy adaptive lets an index fall
+// before it skips to the newest source snapshot.
+type AdaptiveConfig struct {
+	// MaxSnapshotsBehind is how many source snapshots newer than the
+	// indexed one are tolerated. Default: 10.
+	MaxSnapshotsBehind int `yaml:"max-snapshots-behind"`
+	// MaxLag is how long the oldest source snapshot not yet indexed may
+	// have waited since its commit. Default: 10s.
+	MaxLag Duration `yaml:"max-lag"`
 }
 
 // IndexRef names an index of a table.
@@ -116,8 +131,10 @@ type BuildConfig struct {
 	// MemoryBudget bounds the entries a build sorts in memory before it
 	// spills to disk. Default: 512MiB.
 	MemoryBudget ByteSize `yaml:"memory-budget"`
-	// TargetFileSize is the size at which a range file is closed, at the
-	// next change of clustering key. Default: 128MiB.
+	// TargetFileSize is the size range files aim for: builds and merges
+	// keep them between half and one and a half of it, and a commit
+	// rewrites only the files its keys fall into. Larger files mean fewer
+	// files and larger rewrites. Default: 4MiB.
 	TargetFileSize ByteSize `yaml:"target-file-size"`
 	// RowGroupRows caps the rows of one Parquet row group. Default: 131072.
 	RowGroupRows int `yaml:"row-group-rows"`
@@ -143,13 +160,14 @@ func Default() Config {
 		Catalog: CatalogConfig{Name: "default"},
 		Build: BuildConfig{
 			MemoryBudget:   512 << 20,
-			TargetFileSize: 128 << 20,
+			TargetFileSize: 4 << 20,
 			RowGroupRows:   128 * 1024,
 			Progress:       "auto",
 		},
 		Run: RunConfig{
 			PollInterval: Duration(10 * time.Second),
 			Policy:       "every",
+			Adaptive:     AdaptiveConfig{MaxSnapshotsBehind: 10, MaxLag: Duration(10 * time.Second)},
 			HTTP:         "127.0.0.1:9464",
 			Kafka: KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx",
 				NotificationTimeout: Duration(2 * time.Minute)},
@@ -232,6 +250,12 @@ func (c *Config) Set(key, value string) error {
 		c.Run.PollInterval = Duration(d)
 	case "run.policy":
 		c.Run.Policy = value
+	case "run.adaptive.max-snapshots-behind":
+		c.Run.Adaptive.MaxSnapshotsBehind, err = strconv.Atoi(value)
+	case "run.adaptive.max-lag":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Run.Adaptive.MaxLag = Duration(d)
 	case "run.http":
 		c.Run.HTTP = value
 	case "run.stage-dir":
@@ -405,9 +429,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("build.progress %q: want auto, always or never", c.Build.Progress))
 	}
 	switch c.Run.Policy {
-	case "every", "latest":
+	case "every", "latest", "adaptive":
 	default:
-		errs = append(errs, fmt.Errorf("run.policy %q: want every or latest", c.Run.Policy))
+		errs = append(errs, fmt.Errorf("run.policy %q: want every, latest or adaptive", c.Run.Policy))
+	}
+	if c.Run.Adaptive.MaxSnapshotsBehind < 1 {
+		errs = append(errs, fmt.Errorf("run.adaptive.max-snapshots-behind %d: want at least 1", c.Run.Adaptive.MaxSnapshotsBehind))
+	}
+	if c.Run.Adaptive.MaxLag <= 0 {
+		errs = append(errs, fmt.Errorf("run.adaptive.max-lag %s: want a positive duration", time.Duration(c.Run.Adaptive.MaxLag)))
 	}
 	if c.Run.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("run.poll-interval %s: want a positive duration", time.Duration(c.Run.PollInterval)))

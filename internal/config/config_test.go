@@ -26,7 +26,7 @@ func TestDefaultsAreTheEmbeddedSetup(t *testing.T) {
 	if !strings.HasSuffix(c.Catalog.Warehouse, "/streamidx-data/warehouse") || c.Catalog.IndexCatalog != "sql" || c.Catalog.Name != "default" {
 		t.Errorf("defaults: %+v", c.Catalog)
 	}
-	if c.Build.MemoryBudget != 512<<20 || c.Build.TargetFileSize != 128<<20 {
+	if c.Build.MemoryBudget != 512<<20 || c.Build.TargetFileSize != 4<<20 {
 		t.Errorf("build defaults: %+v", c.Build)
 	}
 }

@@ -88,14 +88,12 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
 		}
-		for e, err := range m.Entries(fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("read delete manifest %s: %w", m.FilePath(), err)
-			}
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			if err := ix.add(DeleteFile{File: e.DataFile(), Seq: e.SequenceNum()}); err != nil {
+		files, err := deleteManifests.load(ctx, fs, m)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range files {
+			if err := ix.add(d); err != nil {
 				return nil, fmt.Errorf("index delete manifest %s: %w", m.FilePath(), err)
 			}
 		}
@@ -108,6 +106,51 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 }
 
 func bySeq(a, b DeleteFile) int { return cmp.Compare(a.Seq, b.Seq) }
+
+// deleteManifests caches the live entries of delete manifests. A manifest
+// file never changes once written, and every snapshot of a table that takes
+// commits lists all its delete manifests again, so the table delta of each
+// commit would otherwise read every delete manifest of the table twice.
+var deleteManifests = &manifestCache{max: 4096, entries: map[string][]DeleteFile{}}
+
+// manifestCache holds the live delete files of the most recently used
+// delete manifests, by path. It is safe for concurrent use.
+type manifestCache struct {
+	mu      sync.Mutex
+	max     int
+	entries map[string][]DeleteFile
+	order   []string // paths, least recently added first
+}
+
+func (c *manifestCache) load(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile) ([]DeleteFile, error) {
+	path := m.FilePath()
+	c.mu.Lock()
+	files, ok := c.entries[path]
+	c.mu.Unlock()
+	if ok {
+		return files, nil
+	}
+	for e, err := range m.Entries(fs, true) {
+		if err != nil {
+			return nil, fmt.Errorf("read delete manifest %s: %w", path, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		files = append(files, DeleteFile{File: e.DataFile(), Seq: e.SequenceNum()})
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[path]; !ok {
+		if len(c.order) >= c.max {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.entries[path] = files
+		c.order = append(c.order, path)
+	}
+	return files, nil
+}
 
 func (ix *DeleteIndex) add(d DeleteFile) error {
 	df := d.File

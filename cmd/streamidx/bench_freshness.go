@@ -1,0 +1,580 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/daemon"
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/verify"
+	"github.com/streamidx/streamidx/internal/workload"
+	"github.com/streamidx/streamidx/updater"
+)
+
+// The freshness figures: a table of orders with the demo's pk and
+// by_customer indexes, kept by the daemon in-process, reading commit
+// notifications from an in-process Kafka broker, while a stream commits
+// upserts (equality deletes and new versions) at a fixed rate. For each
+// index: the lag from every source commit to the first index snapshot that
+// covers it, its trend, and what each index snapshot rewrote.
+
+const (
+	benchTable       = "bench.orders"
+	benchCommitTopic = "streamidx-commits"
+)
+
+// freshScenario is one stream and one daemon configuration.
+type freshScenario struct {
+	name    string
+	upserts int64
+	pattern string
+	policy  string
+	indexes []string
+	// alone names the scenario whose pk figures are measured without
+	// by_customer beside it; "" when there is none.
+	alone string
+}
+
+func freshScenarios() []freshScenario {
+	var out []freshScenario
+	for _, n := range []int64{1000, 10000} {
+		for _, pattern := range []string{"tail", "uniform"} {
+			stream := fmt.Sprintf("freshness.%s-%d", pattern, n)
+			alone := ""
+			if pattern == "tail" {
+				alone = stream + ".every-pk-alone"
+				out = append(out, freshScenario{name: alone, upserts: n, pattern: pattern, policy: "every", indexes: []string{"pk"}})
+			}
+			for _, policy := range []string{"every", "latest", "adaptive"} {
+				sc := freshScenario{name: stream + "." + policy, upserts: n, pattern: pattern, policy: policy, indexes: []string{"pk", "by_customer"}}
+				if policy == "every" {
+					sc.alone = alone
+				}
+				out = append(out, sc)
+			}
+		}
+	}
+	return out
+}
+
+// freshResult is what one scenario measured for one index.
+type freshResult struct {
+	lags      []float64 // seconds, by source commit; uncovered ones up to the end
+	times     []float64 // seconds from the first commit, by source commit
+	uncovered int
+	published int
+	entries   float64 // written, per index snapshot
+	bytes     float64
+	verified  int
+	exact     int
+}
+
+func benchFreshness(ctx context.Context, b *bench) error {
+	var todo []freshScenario
+	for _, sc := range freshScenarios() {
+		if b.want(sc.name) {
+			todo = append(todo, sc)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	// A baseline runs when the scenario that compares with it does.
+	for _, sc := range freshScenarios() {
+		if sc.alone != "" && slices.ContainsFunc(todo, func(t freshScenario) bool { return t.name == sc.name }) &&
+			!slices.ContainsFunc(todo, func(t freshScenario) bool { return t.name == sc.alone }) {
+			i := slices.IndexFunc(freshScenarios(), func(t freshScenario) bool { return t.name == sc.alone })
+			todo = append([]freshScenario{freshScenarios()[i]}, todo...)
+		}
+	}
+	if err := b.prepareTable(ctx); err != nil {
+		return err
+	}
+	alone := map[string]*freshResult{}
+	for i, sc := range todo {
+		b.note("scenario %d/%d %s: %d upserts per commit (%s), policy %s, indexes %s", i+1, len(todo), sc.name, sc.upserts,
+			sc.pattern, sc.policy, strings.Join(sc.indexes, ", "))
+		res, load, commits, rate, err := b.runScenario(ctx, sc)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+		b.add(figure{Name: sc.name + ".commits", Value: float64(commits), Unit: "commits"})
+		b.add(figure{Name: sc.name + ".commit_rate", Value: rate, Unit: "commits/s", Goal: fmt.Sprintf(">= %.2f", 0.9/b.interval.Seconds()),
+			Met: ptr(rate >= 0.9/b.interval.Seconds())})
+		b.add(figure{Name: sc.name + ".load_avg", Value: load, Unit: "runnable"})
+		for _, index := range sc.indexes {
+			r := res[index]
+			if strings.HasSuffix(sc.name, "-pk-alone") {
+				alone[sc.name] = r
+			}
+			b.indexFigures(sc, index, r, alone[sc.alone])
+		}
+	}
+	return nil
+}
+
+// indexFigures adds the figures of one index in one scenario.
+func (b *bench) indexFigures(sc freshScenario, index string, r *freshResult, alone *freshResult) {
+	p := sc.name + "." + index + "."
+	p50, p99, worst := percentile(r.lags, 0.5), percentile(r.lags, 0.99), percentile(r.lags, 1)
+	f99 := figure{Name: p + "lag_p99", Value: p99, Unit: "s"}
+	if sc.pattern == "tail" && index == "pk" {
+		f99.Goal, f99.Met = "< 1 s", ptr(p99 < 1)
+	}
+	if alone != nil && index == "pk" {
+		f99.Baseline, f99.BaselineValue = "pk alone", ptr(percentile(alone.lags, 0.99))
+	}
+	b.add(figure{Name: p + "lag_p50", Value: p50, Unit: "s"})
+	b.add(f99)
+	b.add(figure{Name: p + "lag_max", Value: worst, Unit: "s"})
+	slope := figure{Name: p + "lag_growth", Value: slopeOf(r.times, r.lags), Unit: "s/s"}
+	if sc.policy == "latest" {
+		// Bounded lag: it does not keep rising over the stream.
+		slope.Goal, slope.Met = "< 0.1", ptr(slope.Value < 0.1)
+	}
+	b.add(slope)
+	b.add(figure{Name: p + "uncovered", Value: float64(r.uncovered), Unit: "commits"})
+	b.add(figure{Name: p + "index_snapshots", Value: float64(r.published), Unit: "snapshots"})
+	b.add(figure{Name: p + "entries_rewritten", Value: r.entries, Unit: "entries/snapshot"})
+	b.add(figure{Name: p + "bytes_written", Value: r.bytes, Unit: "bytes/snapshot"})
+	if alone != nil && index == "pk" {
+		pa := percentile(alone.lags, 0.99)
+		ratio := p99 / pa
+		b.add(figure{Name: p + "lag_p99_vs_alone", Value: ratio, Unit: "x", Goal: "<= 1.5 (by_customer does not slow pk)",
+			Met: ptr(ratio <= 1.5)})
+	}
+	if b.verify != "none" {
+		b.add(figure{Name: p + "exact", Value: float64(r.exact), Unit: "snapshots",
+			Goal: fmt.Sprintf("%d of %d verified exact", r.verified, r.verified), Met: ptr(r.exact == r.verified)})
+	}
+}
+
+// dataDir holds the catalog and warehouse the scenarios work on; pristine
+// keeps the table and its built indexes as they were before any stream.
+func (b *bench) dataDir() string     { return filepath.Join(b.dir, "data") }
+func (b *bench) pristineDir() string { return filepath.Join(b.dir, "pristine") }
+
+// openEnv opens the catalogs of the data directory, with the user's
+// configuration otherwise.
+func (b *bench) openEnv(ctx context.Context) (*env, error) {
+	g := *b.g
+	g.catalogURI = "sqlite://" + filepath.Join(b.dataDir(), "catalog.db")
+	g.warehouse = "file://" + filepath.Join(b.dataDir(), "warehouse")
+	e, err := openEnv(ctx, &g)
+	if err != nil {
+		return nil, err
+	}
+	e.log = b.log
+	return e, nil
+}
+
+// prepareTable writes the orders table and builds its indexes, unless the
+// pristine copy of an earlier run has the same size and target file size.
+func (b *bench) prepareTable(ctx context.Context) error {
+	cfg, err := b.g.config()
+	if err != nil {
+		return err
+	}
+	marker := filepath.Join(b.pristineDir(), ".streamidx-bench")
+	want := fmt.Sprintf("orders %d, target file size %s, row groups %d\n", b.rows, cfg.Build.TargetFileSize, cfg.Build.RowGroupRows)
+	if got, err := os.ReadFile(marker); err == nil && string(got) == want {
+		b.note("reusing the table and indexes in %s", b.pristineDir())
+		return nil
+	}
+	for _, d := range []string{b.dataDir(), b.pristineDir()} {
+		if err := os.RemoveAll(d); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(b.dataDir(), 0o755); err != nil {
+		return err
+	}
+	e, err := b.openEnv(ctx)
+	if err != nil {
+		return err
+	}
+	if err := b.writeTable(ctx, e); err != nil {
+		e.Close()
+		return err
+	}
+	e.Close()
+	if err := os.CopyFS(b.pristineDir(), os.DirFS(b.dataDir())); err != nil {
+		return fmt.Errorf("keep a pristine copy: %w", err)
+	}
+	return os.WriteFile(marker, []byte(want), 0o644)
+}
+
+func (b *bench) writeTable(ctx context.Context, e *env) error {
+	id, err := config.ParseTable(benchTable)
+	if err != nil {
+		return err
+	}
+	tbl, err := workload.CreateOrders(ctx, e.cat, id, 2)
+	if err != nil {
+		return err
+	}
+	const appends = 4
+	per := (b.rows + appends - 1) / appends
+	began := time.Now()
+	for from := int64(0); from < b.rows; from += per {
+		if tbl, err = workload.Append(ctx, tbl, from, min(from+per, b.rows), 0, 1); err != nil {
+			return err
+		}
+		b.note("wrote orders %d of %d (%s)", min(from+per, b.rows), b.rows, time.Since(began).Round(time.Second))
+	}
+	for _, name := range []string{"pk", "by_customer"} {
+		def, err := indexdef.Parse([]byte(demoDefinitions[name]))
+		if err != nil {
+			return err
+		}
+		loc, err := e.indexLocation(tbl, id, name)
+		if err != nil {
+			return err
+		}
+		md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), loc)
+		if err != nil {
+			return err
+		}
+		if _, err := e.indexes.Create(ctx, id, name, md); err != nil {
+			return err
+		}
+		if md, _, err = e.indexes.Load(ctx, id, name); err != nil {
+			return err
+		}
+		began, last := time.Now(), time.Now()
+		res, err := updater.BuildAndPublish(ctx, e.indexes, tbl, name, md, tbl.CurrentSnapshot(), updater.BuildOptions{
+			Build: compactor.BuildOptions{
+				RangeWriterOptions: compactor.RangeWriterOptions{TargetFileSize: int64(e.cfg.Build.TargetFileSize),
+					RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store},
+				MemoryBudget: int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir, Logger: b.log,
+				Progress: func(p compactor.BuildProgress) {
+					if time.Since(last) >= 10*time.Second {
+						last = time.Now()
+						b.note("building %s: %s, %d of %d rows scanned, %d entries written", name, p.Phase, p.RowsScanned, p.RowsExpected, p.RowsWritten)
+					}
+				},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("build %s: %w", name, err)
+		}
+		b.note("built %s: %d entries in %d range files (%s) in %s", name, res.Rows, len(res.Entries), humanBytes(res.Bytes),
+			time.Since(began).Round(time.Second))
+	}
+	return nil
+}
+
+// restore puts the pristine table and indexes back in the data directory.
+func (b *bench) restore() error {
+	if err := os.RemoveAll(b.dataDir()); err != nil {
+		return err
+	}
+	if err := os.CopyFS(b.dataDir(), os.DirFS(b.pristineDir())); err != nil {
+		return fmt.Errorf("restore the pristine table: %w", err)
+	}
+	return os.Remove(filepath.Join(b.dataDir(), ".streamidx-bench"))
+}
+
+// runScenario streams sc's commits against the pristine table with the
+// daemon keeping sc's indexes, and measures each index. It also returns the
+// mean load average, the commits made and their rate.
+func (b *bench) runScenario(ctx context.Context, sc freshScenario) (map[string]*freshResult, float64, int, float64, error) {
+	if err := b.restore(); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	e, err := b.openEnv(ctx)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	defer e.Close()
+	id, _ := config.ParseTable(benchTable)
+	cluster, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(1, benchCommitTopic))
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	defer cluster.Close()
+	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	defer producer.Close()
+
+	cfg := e.cfg
+	cfg.Run.Indexes = nil
+	for _, index := range sc.indexes {
+		cfg.Run.Indexes = append(cfg.Run.Indexes, config.IndexRef{Table: benchTable, Index: index})
+	}
+	cfg.Run.Policy, cfg.Run.HTTP = sc.policy, ""
+	cfg.Run.StageDir = filepath.Join(b.dataDir(), "staging")
+	cfg.Run.Kafka.Brokers, cfg.Run.Kafka.CommitTopic = cluster.ListenAddrs(), benchCommitTopic
+	// Every index snapshot stays, to measure the lag of each commit.
+	cfg.Run.RetainSnapshots, cfg.Run.MaxSnapshotAge = math.MaxInt32, 0
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(e.cat, e.indexes, e.store, cfg, b.log, reg)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(context.WithoutCancel(ctx)) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		if err := d.Close(); err != nil {
+			return err
+		}
+		return <-runErr
+	}
+	defer stop()
+
+	tbl, err := e.cat.LoadTable(ctx, id)
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	before := map[string]int{}
+	for _, index := range sc.indexes {
+		md, _, err := e.indexes.Load(ctx, id, index)
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		before[index] = len(md.Snapshots)
+	}
+	var loads []float64
+	sampleLoad := func() {
+		var l float64
+		if _, err := fmt.Sscan(loadAverage(), &l); err == nil {
+			loads = append(loads, l)
+		}
+	}
+	n := max(int(b.duration/b.interval), 1)
+	began, lastNote := time.Now(), time.Now()
+	sampleLoad()
+	commits, err := workload.Stream(ctx, tbl, workload.StreamOptions{
+		Rows: b.rows, Upserts: sc.upserts, Pattern: sc.pattern, Interval: b.interval, Commits: n, Seed: 1,
+		Notify: workload.KafkaNotifier(producer, benchCommitTopic),
+		OnCommit: func(c workload.Commit) {
+			if time.Since(lastNote) >= 15*time.Second {
+				lastNote = time.Now()
+				sampleLoad()
+				b.note("%s: %d of %d commits; %s", sc.name, c.N, n, b.behind(ctx, e, id, sc.indexes, c.SnapshotID))
+			}
+		},
+	})
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	streamed := time.Since(began)
+	if len(commits) == 0 {
+		return nil, 0, 0, 0, errors.New("the stream made no commit")
+	}
+	last := commits[len(commits)-1].SnapshotID
+	deadline := time.Now().Add(b.drain)
+	for !b.covered(ctx, e, id, sc.indexes, last) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return nil, 0, 0, 0, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	end := time.Now()
+	sampleLoad()
+	if err := stop(); err != nil {
+		return nil, 0, 0, 0, fmt.Errorf("daemon: %w", err)
+	}
+	b.note("%s: %d commits in %s; after %s of draining %s", sc.name, len(commits), streamed.Round(time.Second),
+		end.Sub(began.Add(streamed)).Round(time.Second), b.behind(ctx, e, id, sc.indexes, last))
+
+	if tbl, err = e.cat.LoadTable(ctx, id); err != nil {
+		return nil, 0, 0, 0, err
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		return nil, 0, 0, 0, err
+	}
+	out := map[string]*freshResult{}
+	for _, index := range sc.indexes {
+		md, _, err := e.indexes.Load(ctx, id, index)
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		r := measureLags(commits, md.Snapshots[before[index]:], end)
+		if published := counterValue(families, "streamidx_flush_commits_total", index); published > 0 {
+			r.entries = counterValue(families, "streamidx_compactor_written_entries_total", index) / published
+			r.bytes = counterValue(families, "streamidx_compactor_written_bytes_total", index) / published
+		}
+		if err := b.verifySnapshots(ctx, e, tbl, md, md.Snapshots[before[index]:], r); err != nil {
+			return nil, 0, 0, 0, err
+		}
+		out[index] = r
+	}
+	var load float64
+	for _, l := range loads {
+		load += l / float64(len(loads))
+	}
+	return out, load, len(commits), float64(len(commits)) / streamed.Seconds(), nil
+}
+
+// measureLags finds, for every source commit, the first index snapshot
+// that covers it (one for that commit or a later one) and the lag between
+// the two commits; a commit no index snapshot covers counts until end.
+func measureLags(commits []workload.Commit, snaps []format.Snapshot, end time.Time) *freshResult {
+	pos := map[int64]int{}
+	for i, c := range commits {
+		pos[c.SnapshotID] = i
+	}
+	r := &freshResult{published: len(snaps)}
+	covered := make([]int64, len(commits)) // index commit time, ms; 0 while uncovered
+	reach := -1
+	for _, s := range snaps {
+		i, ok := pos[s.SourceTableSnapshotID]
+		if !ok || i <= reach {
+			continue
+		}
+		for j := reach + 1; j <= i; j++ {
+			covered[j] = s.TimestampMs
+		}
+		reach = i
+	}
+	start := commits[0].TimestampMs
+	for i, c := range commits {
+		at := covered[i]
+		if at == 0 {
+			r.uncovered++
+			at = end.UnixMilli()
+		}
+		r.lags = append(r.lags, float64(at-c.TimestampMs)/1000)
+		r.times = append(r.times, float64(c.TimestampMs-start)/1000)
+	}
+	return r
+}
+
+// verifySnapshots checks the index snapshots a stream produced with the
+// independent verifier: the newest one, or every one with --verify all.
+func (b *bench) verifySnapshots(ctx context.Context, e *env, tbl *table.Table, md *format.Metadata, snaps []format.Snapshot, r *freshResult) error {
+	if b.verify == "none" || len(snaps) == 0 {
+		return nil
+	}
+	if b.verify == "final" {
+		snaps = snaps[len(snaps)-1:]
+	}
+	for i := range snaps {
+		began := time.Now()
+		rep, err := verify.Verify(ctx, tbl, md, &snaps[i], verify.Options{Store: e.store, MemoryBudget: int64(e.cfg.Build.MemoryBudget) / 2,
+			SpillDir: e.cfg.Build.SpillDir, Logger: b.log})
+		if err != nil {
+			return fmt.Errorf("verify %s snapshot %d: %w", md.Location, snaps[i].SnapshotID, err)
+		}
+		r.verified++
+		if rep.Exact() {
+			r.exact++
+		} else {
+			b.note("NOT EXACT: index snapshot %d:\n%s", snaps[i].SnapshotID, rep.Summary())
+		}
+		b.note("verified index snapshot %d of %d of %s: exact %v (%s)", i+1, len(snaps), filepath.Base(md.Location), rep.Exact(),
+			time.Since(began).Round(time.Second))
+	}
+	return nil
+}
+
+// behind describes how far each index is from source snapshot last.
+func (b *bench) behind(ctx context.Context, e *env, id table.Identifier, indexes []string, last int64) string {
+	tbl, err := e.cat.LoadTable(ctx, id)
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, index := range indexes {
+		md, _, err := e.indexes.Load(ctx, id, index)
+		if err != nil {
+			return err.Error()
+		}
+		behind := 0
+		for s := tbl.SnapshotByID(last); s != nil && s.SnapshotID != md.CurrentSnapshot().SourceTableSnapshotID; {
+			behind++
+			if s.ParentSnapshotID == nil {
+				break
+			}
+			s = tbl.SnapshotByID(*s.ParentSnapshotID)
+		}
+		parts = append(parts, fmt.Sprintf("%s %d commits behind", index, behind))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// covered reports whether every index has an index snapshot for source
+// snapshot last.
+func (b *bench) covered(ctx context.Context, e *env, id table.Identifier, indexes []string, last int64) bool {
+	for _, index := range indexes {
+		md, _, err := e.indexes.Load(ctx, id, index)
+		if err != nil || md.CurrentSnapshot().SourceTableSnapshotID != last {
+			return false
+		}
+	}
+	return true
+}
+
+// counterValue sums a counter of the daemon's registry over the series of
+// one index.
+func counterValue(families []*dto.MetricFamily, name, index string) float64 {
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "index" && l.GetValue() == index {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+// percentile is the nearest-rank q-quantile of values (q = 1: the maximum).
+func percentile(values []float64, q float64) float64 {
+	if len(values) == 0 {
+		return 0
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// slopeOf is the least-squares slope of y over x: how fast the lag grows
+// over the stream.
+func slopeOf(x, y []float64) float64 {
+	n := float64(len(x))
+	if n < 2 {
+		return 0
+	}
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		sx, sy, sxx, sxy = sx+x[i], sy+y[i], sxx+x[i]*x[i], sxy+x[i]*y[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}
