@@ -44,6 +44,12 @@ type DeltaStats struct {
 	// equality delete file may apply to them and no EqualityResolver could
 	// narrow it down to positions.
 	EqualityDeleteSlowPath int
+	// EqualityKeyReads counts the data files of which only the equality
+	// columns were read because an equality delete file stopped applying
+	// to them (the rewrite of equality deletes into deletion vectors
+	// removes them): the live positions before and after are compared, and
+	// only rows whose liveness changed are read in full.
+	EqualityKeyReads int
 }
 
 // EqualityResolver finds, through an index of the old snapshot, the rows an
@@ -344,6 +350,7 @@ type bothPlan struct {
 	ref       fileRef
 	positions bool              // its position deletes differ: compare where they do
 	whole     bool              // an equality delete no resolver narrowed: compare every row
+	keys      bool              // an equality delete stopped applying: compare live positions by the equality columns
 	explicit  *roaring64.Bitmap // positions an EqualityResolver named
 }
 
@@ -352,9 +359,10 @@ type bothPlan struct {
 // delete or deletion vector (a replacing vector included) limits the
 // comparison to the positions the two states differ at; an added equality
 // delete to the positions the resolver names, or without one, to none: the
-// whole file is compared. A removed equality delete is compared in whole,
-// since the rows it brings back are in no index of the old snapshot. It
-// returns nil for an unchanged file.
+// whole file is compared. A removed equality delete may bring rows back
+// that are in no index of the old snapshot; which ones is decided by
+// reading only the equality columns (keys), and the rows whose liveness
+// changed are compared. It returns nil for an unchanged file.
 func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 	appOld := d.old.deletes.Applicable(ref.file, ref.seq)
 	appNew := d.new.deletes.Applicable(ref.file, ref.seq)
@@ -374,21 +382,23 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 			p.positions = true
 			return nil
 		}
-		if added {
-			r, err := d.resolve(x.File)
-			if err != nil {
-				return err
-			}
-			if r.ok {
-				for _, pos := range r.byFile[ref.file.FilePath()] {
-					if pos >= 0 {
-						p.explicit.Add(uint64(pos))
-					}
-				}
-				return nil
+		if !added {
+			p.keys = true
+			return nil
+		}
+		r, err := d.resolve(x.File)
+		if err != nil {
+			return err
+		}
+		if !r.ok {
+			p.whole = true
+			return nil
+		}
+		for _, pos := range r.byFile[ref.file.FilePath()] {
+			if pos >= 0 {
+				p.explicit.Add(uint64(pos))
 			}
 		}
-		p.whole = true
 		return nil
 	}
 	for _, x := range appNew {
@@ -405,7 +415,7 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 			}
 		}
 	}
-	if !changed || !p.positions && !p.whole && p.explicit.IsEmpty() {
+	if !changed || !p.positions && !p.whole && !p.keys && p.explicit.IsEmpty() {
 		return nil, nil
 	}
 	return p, nil
@@ -427,7 +437,30 @@ func (d *delta) diffBoth(p *bothPlan) error {
 		return d.diffFile(ref.file, delOld, delNew)
 	}
 	keep := p.explicit
-	if p.positions {
+	switch {
+	case p.keys:
+		// The positions live on exactly one side are the rows whose
+		// liveness changed, whatever changed it: the removed equality
+		// delete, the position deletes, the added equality deletes.
+		d.stats.EqualityKeyReads++
+		var keyCols []int
+		for _, set := range slices.Concat(delOld.Equality, delNew.Equality) {
+			for _, id := range set.FieldIDs {
+				if !slices.Contains(keyCols, id) {
+					keyCols = append(keyCols, id)
+				}
+			}
+		}
+		liveOld, err := d.livePositions(d.old, ref.file, delOld, keyCols)
+		if err != nil {
+			return err
+		}
+		liveNew, err := d.livePositions(d.new, ref.file, delNew, keyCols)
+		if err != nil {
+			return err
+		}
+		keep = roaring64.Xor(liveOld, liveNew)
+	case p.positions:
 		keep.Or(roaring64.Xor(positionsOf(delOld), positionsOf(delNew)))
 	}
 	if keep.IsEmpty() {
@@ -435,6 +468,31 @@ func (d *delta) diffBoth(p *bothPlan) error {
 	}
 	rows := ref.file.Count()
 	return d.diffFile(ref.file, restrict(delOld, keep, rows), restrict(delNew, keep, rows))
+}
+
+// livePositions returns the positions of the rows of file live under
+// deletes on side s, reading no column but keyCols, the columns the
+// equality deletes of both sides compare (so that both sides read the
+// same, and a read is never of no column at all).
+func (d *delta) livePositions(s *side, file iceberg.DataFile, deletes *tablescan.FileDeletes, keyCols []int) (*roaring64.Bitmap, error) {
+	opts := s.scan
+	opts.Columns = append(slices.Clone(keyCols), format.FieldIDPos)
+	posCol := len(keyCols)
+	out := roaring64.New()
+	err := tablescan.ScanFile(d.ctx, d.fs, s.schema, file, deletes, opts, func(rec arrow.RecordBatch) error {
+		pos, ok := rec.Column(posCol).(*array.Int64)
+		if !ok {
+			return fmt.Errorf("scan of %s: _pos is %s", file.FilePath(), rec.Column(posCol).DataType())
+		}
+		for i := range pos.Len() {
+			out.Add(uint64(pos.Value(i)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("live positions of %s: %w", file.FilePath(), err)
+	}
+	return out, nil
 }
 
 func positionsOf(fd *tablescan.FileDeletes) *roaring64.Bitmap {

@@ -18,6 +18,7 @@ import (
 	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/planner"
 	"github.com/streamidx/streamidx/staging"
 )
 
@@ -215,7 +216,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	}
 	prev := t.Entries
 	stage := u.stageName(cur)
-	resolver := &indexResolver{is: is, entries: prev, store: u.opts.Range.Store}
+	resolver := planner.NewSnapshotReader(u.opts.Range.Store, is, prev)
 	pub := &Publication{}
 	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub); err != nil {
 		return err

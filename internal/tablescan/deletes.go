@@ -300,6 +300,13 @@ func ReadPositions(ctx context.Context, fs iceio.IO, del iceberg.DataFile, dataP
 	return byFile[dataPath], nil
 }
 
+// ReadPositionDeleteFile returns every position a Parquet position delete
+// file deletes, by data file location.
+func ReadPositionDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, opts Options) (map[string]*dv.RoaringPositionBitmap, error) {
+	opts.EnsureDefaults()
+	return readPositionDeleteFile(ctx, fs, del, opts)
+}
+
 // readPositionDeleteFile reads a Parquet position delete file into the
 // positions it deletes, by data file.
 func readPositionDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, opts Options) (map[string]*dv.RoaringPositionBitmap, error) {
