@@ -83,7 +83,7 @@ func equalityFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) 
 type liveFiles struct {
 	data    map[string]tablescan.DeleteFile // a data file and its sequence number
 	deletes *tablescan.DeleteIndex
-	live    map[string]bool         // every live data and delete file location
+	live    map[string]bool             // every live data and delete file location
 	dvs     map[string]iceberg.DataFile // live deletion vectors by data file
 	posFile []iceberg.DataFile          // live Parquet position delete files
 }

@@ -55,6 +55,10 @@ type Options struct {
 	Store *objstore.Store
 	// Logger. Default: discard.
 	Logger *slog.Logger
+
+	// beforeCommit, when set, runs before every commit attempt: tests
+	// commit as another writer there.
+	beforeCommit func()
 }
 
 func (o *Options) ensureDefaults() {
@@ -146,7 +150,7 @@ func Run(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog,
 		if opts.DryRun {
 			return res, nil
 		}
-		done, err := p.execute(ctx, cat, id, res, opts.MaxAttempts, log)
+		done, err := p.execute(ctx, cat, id, res, &opts, log)
 		if err != nil {
 			return res, err
 		}

@@ -257,5 +257,3 @@ func TestRewriteRefusesLaggingIndex(t *testing.T) {
 		t.Fatalf("rewrite through an index without row locations: %v", err)
 	}
 }
-
-
