@@ -58,6 +58,21 @@ type RunConfig struct {
 	// MaxSnapshotAge expires older index snapshots too; 0 means no age
 	// limit. Default: 0.
 	MaxSnapshotAge Duration `yaml:"max-snapshot-age"`
+	// RewriteDeletes turns equality deletes into deletion vectors after an
+	// index snapshot is published. Default: off.
+	RewriteDeletes RewriteDeletesConfig `yaml:"rewrite-deletes"`
+}
+
+// RewriteDeletesConfig is what the daemon does about equality deletes.
+type RewriteDeletesConfig struct {
+	// Enabled: after publishing an index snapshot that brings an index with
+	// _file and _pos up to its table, rewrite the table's equality delete
+	// files into deletion vectors (v3) or position delete files (v2)
+	// through that index. Default: false.
+	Enabled bool `yaml:"enabled"`
+	// MinFiles is the number of live equality delete files below which no
+	// rewrite runs. Default: 1.
+	MinFiles int `yaml:"min-files"`
 }
 
 // IndexRef names an index of a table.
@@ -148,6 +163,7 @@ func Default() Config {
 				NotificationTimeout: Duration(2 * time.Minute)},
 			MaxParallelUpdates: 4,
 			RetainSnapshots:    10,
+			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -239,6 +255,10 @@ func (c *Config) Set(key, value string) error {
 		c.Run.Kafka.NotificationTimeout = Duration(d)
 	case "run.max-parallel-updates":
 		c.Run.MaxParallelUpdates, err = strconv.Atoi(value)
+	case "run.rewrite-deletes.enabled":
+		c.Run.RewriteDeletes.Enabled, err = strconv.ParseBool(value)
+	case "run.rewrite-deletes.min-files":
+		c.Run.RewriteDeletes.MinFiles, err = strconv.Atoi(value)
 	case "log.level":
 		c.Log.Level = value
 	case "log.format":
@@ -380,6 +400,9 @@ func (c *Config) Validate() error {
 	case "every", "latest":
 	default:
 		errs = append(errs, fmt.Errorf("run.policy %q: want every or latest", c.Run.Policy))
+	}
+	if c.Run.RewriteDeletes.MinFiles < 1 {
+		errs = append(errs, fmt.Errorf("run.rewrite-deletes.min-files %d: want at least 1", c.Run.RewriteDeletes.MinFiles))
 	}
 	if c.Run.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("run.poll-interval %s: want a positive duration", time.Duration(c.Run.PollInterval)))
