@@ -108,7 +108,7 @@ func printRewrite(w io.Writer, res *rewrite.Result) {
 		fmt.Fprintf(w, "%d positions in %d data files (dry run: nothing written)\n", res.PositionsAdded, len(res.DataFiles))
 		return
 	}
-	fmt.Fprintf(w, "committed snapshot %d: %d equality delete files and %d replaced delete files removed, %d positions in %d new delete files (%d bytes), %d conflicts, %s\n",
+	fmt.Fprintf(w, "committed snapshot %d: %d equality delete files and %d replaced delete files removed, %d positions in %d new deletion vectors or position delete files (%d bytes), %d conflicts, %s\n",
 		res.CommittedSnapshotID, res.EqualityFilesRemoved, res.DeleteFilesReplaced, res.PositionsAdded, res.DeleteFilesWritten,
 		res.BytesWritten, res.Conflicts, res.Took.Round(time.Millisecond))
 }
