@@ -104,9 +104,11 @@ type Result struct {
 	PositionsAdded       int64 `json:"positions-added"`
 	// Attempts counts plans made; Conflicts the commits that met another
 	// writer's commit (each followed by a check of the plan against it).
-	Attempts  int           `json:"attempts"`
-	Conflicts int           `json:"conflicts"`
-	Took      time.Duration `json:"took-ns"`
+	Attempts  int `json:"attempts"`
+	Conflicts int `json:"conflicts"`
+	// Took is the time from the start to the commit (or the dry run's
+	// report), without bringing the index up to the rewrite after it.
+	Took time.Duration `json:"took-ns"`
 }
 
 // EqualityFile is one equality delete file of the planned snapshot.
@@ -137,7 +139,11 @@ func Run(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog,
 	opts.ensureDefaults()
 	began := time.Now()
 	res := &Result{Table: strings.Join(id, "."), DryRun: opts.DryRun}
-	defer func() { res.Took = time.Since(began) }()
+	defer func() {
+		if res.Took == 0 {
+			res.Took = time.Since(began)
+		}
+	}()
 	log := opts.Logger.With("table", res.Table)
 	for res.Attempts < opts.MaxAttempts {
 		res.Attempts++
@@ -157,6 +163,7 @@ func Run(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog,
 		if !done {
 			continue
 		}
+		res.Took = time.Since(began)
 		if opts.Align != nil {
 			if err := opts.Align(ctx, res.Index); err != nil {
 				return res, fmt.Errorf("bring index %s up to the rewrite: %w", res.Index, err)
