@@ -16,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
@@ -461,13 +460,29 @@ func (d *delta) diffBoth(p *bothPlan) error {
 		}
 		keep = roaring64.Xor(liveOld, liveNew)
 	case p.positions:
-		keep.Or(roaring64.Xor(positionsOf(delOld), positionsOf(delNew)))
+		posOld, err := positionsOf(delOld)
+		if err != nil {
+			return err
+		}
+		posNew, err := positionsOf(delNew)
+		if err != nil {
+			return err
+		}
+		keep.Or(roaring64.Xor(posOld, posNew))
 	}
 	if keep.IsEmpty() {
 		return nil
 	}
 	rows := ref.file.Count()
-	return d.diffFile(ref.file, restrict(delOld, keep, rows), restrict(delNew, keep, rows))
+	restrictedOld, err := restrict(delOld, keep, rows)
+	if err != nil {
+		return err
+	}
+	restrictedNew, err := restrict(delNew, keep, rows)
+	if err != nil {
+		return err
+	}
+	return d.diffFile(ref.file, restrictedOld, restrictedNew)
 }
 
 // livePositions returns the positions of the rows of file live under
@@ -495,40 +510,26 @@ func (d *delta) livePositions(s *side, file iceberg.DataFile, deletes *tablescan
 	return out, nil
 }
 
-func positionsOf(fd *tablescan.FileDeletes) *roaring64.Bitmap {
-	out := roaring64.New()
-	if fd.Positions != nil {
-		for p := range fd.Positions.Positions() {
-			out.Add(p)
-		}
-	}
-	return out
+func positionsOf(fd *tablescan.FileDeletes) (*roaring64.Bitmap, error) {
+	return tablescan.FromDV(fd.Positions)
 }
 
 // restrict returns the delete state fd with every position of [0, rows)
 // outside keep deleted too, so that a scan passes on only rows at keep.
-func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) *tablescan.FileDeletes {
-	pos := dv.NewRoaringPositionBitmap()
-	if fd.Positions != nil {
-		pos.Or(fd.Positions)
+func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) (*tablescan.FileDeletes, error) {
+	dead, err := positionsOf(fd)
+	if err != nil {
+		return nil, err
 	}
-	next := uint64(0)
-	end := uint64(max(rows, 0))
-	it := keep.Iterator()
-	for it.HasNext() {
-		p := it.Next()
-		if p >= end {
-			break
-		}
-		if p > next {
-			pos.SetRange(next, p)
-		}
-		next = p + 1
+	outside := roaring64.New()
+	outside.AddRange(0, uint64(max(rows, 0)))
+	outside.AndNot(keep)
+	dead.Or(outside)
+	pos, err := tablescan.ToDV(dead)
+	if err != nil {
+		return nil, err
 	}
-	if next < end {
-		pos.SetRange(next, end)
-	}
-	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}
+	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}, nil
 }
 
 // resolve asks the resolver, once per equality delete file, which rows of

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/tablescan"
@@ -157,6 +158,7 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 		return nil, err
 	}
 	opts := tablescan.Options{FormatVersion: tbl.Metadata().Version(), NameMapping: tbl.NameMapping()}
+	posFiles := positionFiles{}
 	for path, t := range p.targets {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -166,15 +168,15 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 			if d.File.ContentType() != iceberg.EntryContentPosDeletes {
 				continue
 			}
-			bm, err := tablescan.ReadPositions(ctx, fs, d.File, path, opts)
+			bm, err := posFiles.positions(ctx, fs, d.File, path, opts)
 			if err != nil {
 				return nil, err
 			}
-			if bm != nil {
-				for pos := range bm.Positions() {
-					existing.Add(pos)
-				}
+			more, err := tablescan.FromDV(bm)
+			if err != nil {
+				return nil, err
 			}
+			existing.Or(more)
 		}
 		rows := uint64(max(t.file.Count(), 0))
 		l := live[path]
@@ -206,6 +208,25 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 		return nil, err
 	}
 	return p, nil
+}
+
+// positionFiles reads each Parquet position delete file once, however many
+// data files it names.
+type positionFiles map[string]map[string]*dv.RoaringPositionBitmap
+
+func (pf positionFiles) positions(ctx context.Context, fs iceio.IO, del iceberg.DataFile, path string, opts tablescan.Options) (*dv.RoaringPositionBitmap, error) {
+	if del.FileFormat() == iceberg.PuffinFile {
+		return tablescan.ReadPositions(ctx, fs, del, path, opts)
+	}
+	byFile, ok := pf[del.FilePath()]
+	if !ok {
+		var err error
+		if byFile, err = tablescan.ReadPositionDeleteFile(ctx, fs, del, opts); err != nil {
+			return nil, err
+		}
+		pf[del.FilePath()] = byFile
+	}
+	return byFile[path], nil
 }
 
 // errNotDescribing words a contradiction between the index and the table

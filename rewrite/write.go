@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/tablescan"
 )
 
 // written is what writeDeletes put in storage.
@@ -48,10 +49,9 @@ func (p *plan) writeDeletes(ctx context.Context) (*written, error) {
 		meta := p.tbl.Metadata()
 		w := dv.NewDVWriter(wfs, func(id int32) *iceberg.PartitionSpec { return meta.PartitionSpecByID(int(id)) })
 		for _, t := range targets {
-			bm := dv.NewRoaringPositionBitmap()
-			it := t.deleted.Iterator()
-			for it.HasNext() {
-				bm.Set(it.Next())
+			bm, err := tablescan.ToDV(t.deleted)
+			if err != nil {
+				return nil, err
 			}
 			w.Load(t.file.FilePath(), bm, t.file.SpecID(), t.file.Partition())
 		}

@@ -25,6 +25,7 @@ func init() {
 
 func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	tableName := fs.String("table", "", "table `NS.TABLE`")
+	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` to scan (default: the current one)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
@@ -33,8 +34,12 @@ func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		return exitError, err
 	}
 	defer e.Close()
+	var opts []table.ScanOption
+	if *snapshot != 0 {
+		opts = append(opts, table.WithSnapshotID(*snapshot))
+	}
 	began := time.Now()
-	_, recs, err := tbl.Scan().ToArrowRecords(ctx)
+	_, recs, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
 		return exitError, fmt.Errorf("scan %s: %w", *tableName, err)
 	}
