@@ -43,15 +43,15 @@ printf 'name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [o
 "$S" --log-level warn create --table demo.orders --def pk.yaml >/dev/null
 "$S" --log-level warn build --table demo.orders --index pk | grep entries
 echo "== rewrite-deletes (the index is aligned: --no-align times the rewrite alone)"
-/usr/bin/time -f "  %e s wall, peak RSS %M KB" "$S" --log-level warn rewrite-deletes --table demo.orders --no-align | tail -1
+/usr/bin/time -f "  %e s wall, %U s user, %S s sys, peak RSS %M KB" "$S" --log-level warn rewrite-deletes --table demo.orders --no-align | tail -1
 echo "== the index follows the rewrite's two snapshots"
-/usr/bin/time -f "  %e s wall, peak RSS %M KB" "$S" --log-level warn run --once --http none --stage-dir "$DIR/stage" --table demo.orders --index pk
+/usr/bin/time -f "  %e s wall, %U s user, %S s sys, peak RSS %M KB" "$S" --log-level warn run --once --http none --stage-dir "$DIR/stage" --table demo.orders --index pk
 echo "== after rewrite-deletes"
 scans
 "$S" --log-level warn verify --table demo.orders --index pk | head -1
 
 cd "$DIR/compact"
 echo "== compact-table (iceberg-go RewriteDataFiles)"
-/usr/bin/time -f "  %e s wall, peak RSS %M KB" "$S" --log-level warn compact-table --table demo.orders
+/usr/bin/time -f "  %e s wall, %U s user, %S s sys, peak RSS %M KB" "$S" --log-level warn compact-table --table demo.orders
 echo "== after compaction"
 scans
