@@ -56,8 +56,8 @@ type Options struct {
 	// Logger. Default: discard.
 	Logger *slog.Logger
 
-	// beforeCommit, when set, runs before every commit attempt: tests
-	// commit as another writer there.
+	// beforeCommit runs before every commit attempt: tests commit as
+	// another writer there. Default: nil.
 	beforeCommit func()
 }
 
