@@ -34,6 +34,7 @@ type Daemon struct {
 	reg     prometheus.Registerer
 	metrics *metrics
 	store   *staging.Store
+	files   *objstore.Store
 	workers []*worker
 	byTable map[string][]*worker
 	ledger  *ledger
@@ -91,7 +92,9 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	if files == nil {
 		files = objstore.New(objstore.Options{IOProperties: cfg.IOProperties(), Logger: log})
 	}
+	d.files = files
 	seen := map[string]bool{}
+	rewriteMu := map[string]*sync.Mutex{}
 	for _, ref := range rc.Indexes {
 		id, err := config.ParseTable(ref.Table)
 		if err != nil {
@@ -112,7 +115,10 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
 			Logger: log,
 		})
-		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1)}
+		if rewriteMu[name] == nil {
+			rewriteMu[name] = &sync.Mutex{}
+		}
+		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1), rewriteMu: rewriteMu[name]}
 		d.workers = append(d.workers, w)
 		d.byTable[name] = append(d.byTable[name], w)
 		d.metrics.halted.WithLabelValues(name, ref.Index).Set(0)
@@ -221,7 +227,9 @@ type OnceResult struct {
 }
 
 // RunOnce aligns every index with its table once, one index after the
-// other, without Kafka or HTTP: for cron jobs and measurements.
+// other, without Kafka or HTTP: for cron jobs and measurements. With
+// run.rewrite-deletes on, each table's equality deletes are rewritten too,
+// and every index follows the rewrite.
 func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 	d.mu.Lock()
 	if d.started || d.closed {
@@ -244,10 +252,25 @@ func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 	for _, w := range d.workers {
 		began := time.Now()
 		n, err := d.align(ctx, w)
+		if err == nil {
+			err = d.rewriteDeletes(ctx, w)
+		}
 		if err != nil {
 			return out, fmt.Errorf("update %s: %w", w.name(), err)
 		}
 		out = append(out, OnceResult{Table: w.table, Index: w.index, Published: n, Took: time.Since(began)})
+	}
+	if d.cfg.Run.RewriteDeletes.Enabled {
+		// Indexes aligned before a rewrite of their table follow it.
+		for i, w := range d.workers {
+			began := time.Now()
+			n, err := d.align(ctx, w)
+			if err != nil {
+				return out, fmt.Errorf("update %s: %w", w.name(), err)
+			}
+			out[i].Published += n
+			out[i].Took += time.Since(began)
+		}
 	}
 	return out, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/rewrite"
 	"github.com/streamidx/streamidx/updater"
 )
 
@@ -33,6 +34,12 @@ type metrics struct {
 	halted           *prometheus.GaugeVec
 	snapshotsExpired *prometheus.CounterVec
 	filesDeleted     *prometheus.CounterVec
+
+	rewriteFilesRemoved *prometheus.CounterVec
+	rewritePositions    *prometheus.CounterVec
+	rewriteCommits      *prometheus.CounterVec
+	rewriteConflicts    *prometheus.CounterVec
+	rewriteSeconds      *prometheus.HistogramVec
 
 	notifications        prometheus.Counter
 	decodeErrors         prometheus.Counter
@@ -69,6 +76,13 @@ func newMetrics() *metrics {
 		snapshotsExpired: counter("streamidx_flush_snapshots_expired_total", "Index snapshots expired."),
 		filesDeleted:     counter("streamidx_flush_files_deleted_total", "Unreferenced index files deleted."),
 
+		rewriteFilesRemoved: counter("streamidx_rewrite_equality_files_removed_total", "Equality delete files removed by rewrites into deletion vectors or position deletes."),
+		rewritePositions:    counter("streamidx_rewrite_positions_total", "Row positions that rewrites turned from equality deletes into position deletes."),
+		rewriteCommits:      counter("streamidx_rewrite_commits_total", "Rewrites of equality deletes committed to the table."),
+		rewriteConflicts:    counter("streamidx_rewrite_conflicts_total", "Rewrite commits that met another writer's commit (then checked, committed on top or planned again)."),
+		rewriteSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "streamidx_rewrite_seconds",
+			Help: "Time of one rewrite of equality deletes, from planning to commit.", Buckets: prometheus.ExponentialBuckets(0.05, 2, 16)}, l),
+
 		notifications: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamidx_ingest_notifications_total",
 			Help: "Commit notifications read."}),
 		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamidx_ingest_notification_decode_errors_total",
@@ -83,7 +97,8 @@ func newMetrics() *metrics {
 func (m *metrics) register(reg prometheus.Registerer, behind prometheus.Collector) error {
 	for _, c := range []prometheus.Collector{m.lag, m.commitLag, m.commits, m.updateSeconds, m.stagedMutations, m.filesRewritten,
 		m.filesReused, m.bytesWritten, m.entriesRewritten, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
-		m.snapshotsExpired, m.filesDeleted, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending, behind} {
+		m.snapshotsExpired, m.filesDeleted, m.rewriteFilesRemoved, m.rewritePositions, m.rewriteCommits, m.rewriteConflicts,
+		m.rewriteSeconds, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending, behind} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}
@@ -118,6 +133,19 @@ func (m *metrics) observe(w *worker, st updater.Stats, err error) {
 	if p.FullBuild {
 		m.fullBuilds.WithLabelValues(l...).Inc()
 	}
+}
+
+// observeRewrite counts what one rewrite of equality deletes did.
+func (m *metrics) observeRewrite(w *worker, res *rewrite.Result) {
+	l := []string{w.table, w.index}
+	m.rewriteConflicts.WithLabelValues(l...).Add(float64(res.Conflicts))
+	if res.CommittedSnapshotID == 0 {
+		return
+	}
+	m.rewriteCommits.WithLabelValues(l...).Inc()
+	m.rewriteFilesRemoved.WithLabelValues(l...).Add(float64(res.EqualityFilesRemoved))
+	m.rewritePositions.WithLabelValues(l...).Add(float64(res.PositionsAdded))
+	m.rewriteSeconds.WithLabelValues(l...).Observe(res.Took.Seconds())
 }
 
 // behindCollector reports streamidx_flush_snapshots_behind from the catalogs

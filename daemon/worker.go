@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/rewrite"
 	"github.com/streamidx/streamidx/updater"
 )
 
@@ -26,6 +28,12 @@ type worker struct {
 	wake chan struct{}
 	// synced is set once the index has caught up with its table.
 	synced atomic.Bool
+
+	// rewriteMu is shared by the workers of one table: one rewrite of its
+	// equality deletes at a time. noRewrite is set once a rewrite through
+	// this index was refused because the index stores no row locations.
+	rewriteMu *sync.Mutex
+	noRewrite atomic.Bool
 
 	mu      sync.Mutex
 	haltErr error // why the worker stopped for good; nil while it runs
@@ -75,7 +83,7 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 	failures := 0
 	rebuilt := false // since the last alignment that succeeded
 	for {
-		_, err := d.align(ctx, w)
+		published, err := d.align(ctx, w)
 		if err != nil && updater.IsHalt(err) && d.cfg.Run.RebuildOnCorruption && format.IsCorruption(err) && !rebuilt && ctx.Err() == nil {
 			// A rebuild that meets corruption again halts: the corruption
 			// is not in the files a rebuild replaces.
@@ -83,6 +91,9 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			if err = d.rebuild(ctx, w, err); err == nil {
 				continue
 			}
+		}
+		if err == nil && published > 0 {
+			err = d.rewriteDeletes(ctx, w)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -187,4 +198,49 @@ func (d *Daemon) halt(w *worker, err error) {
 	}
 	d.log.Error("index halted: retrying cannot fix this error; the other indexes keep running", attrs...)
 	d.ledger.settle(w.table)
+}
+
+// rewriteDeletes turns the equality deletes of w's table into deletion
+// vectors through w's index, when run.rewrite-deletes is on and the index
+// stores row locations. The rewrite brings the index up to the table first
+// and to the rewrite's snapshots after; the table's other indexes are woken
+// to follow. A rewrite that other writers kept conflicting with is logged
+// and tried again after the next update; other errors go the way of update
+// errors.
+func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker) error {
+	rc := d.cfg.Run.RewriteDeletes
+	if !rc.Enabled || w.noRewrite.Load() {
+		return nil
+	}
+	w.rewriteMu.Lock()
+	defer w.rewriteMu.Unlock()
+	res, err := rewrite.Run(ctx, d.tables, d.indexes, w.id, rewrite.Options{
+		Index: w.index, MinFiles: rc.MinFiles, Store: d.files, Logger: d.log,
+		Align: func(ctx context.Context, _ string) error {
+			_, err := d.align(ctx, w)
+			return err
+		},
+	})
+	if res != nil {
+		d.metrics.observeRewrite(w, res)
+	}
+	switch {
+	case errors.Is(err, rewrite.ErrNoLocationIndex):
+		w.noRewrite.Store(true)
+		d.log.Info("index stores no row locations: it does not rewrite equality deletes", "table", w.table, "index", w.index)
+		return nil
+	case errors.Is(err, rewrite.ErrConflict), errors.Is(err, rewrite.ErrIndexLags):
+		d.log.Info("equality deletes not rewritten this time", "table", w.table, "index", w.index, "err", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("rewrite equality deletes: %w", err)
+	}
+	if res.CommittedSnapshotID != 0 {
+		for _, o := range d.byTable[w.table] {
+			if o != w {
+				o.poke()
+			}
+		}
+	}
+	return nil
 }

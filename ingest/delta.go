@@ -16,7 +16,6 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
-	"github.com/apache/iceberg-go/table/dv"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
@@ -44,6 +43,12 @@ type DeltaStats struct {
 	// equality delete file may apply to them and no EqualityResolver could
 	// narrow it down to positions.
 	EqualityDeleteSlowPath int
+	// EqualityKeyReads counts the data files of which only the equality
+	// columns were read because an equality delete file stopped applying
+	// to them (the rewrite of equality deletes into deletion vectors
+	// removes them): the live positions before and after are compared, and
+	// only rows whose liveness changed are read in full.
+	EqualityKeyReads int
 }
 
 // EqualityResolver finds, through an index of the old snapshot, the rows an
@@ -344,6 +349,7 @@ type bothPlan struct {
 	ref       fileRef
 	positions bool              // its position deletes differ: compare where they do
 	whole     bool              // an equality delete no resolver narrowed: compare every row
+	keys      bool              // an equality delete stopped applying: compare live positions by the equality columns
 	explicit  *roaring64.Bitmap // positions an EqualityResolver named
 }
 
@@ -352,9 +358,10 @@ type bothPlan struct {
 // delete or deletion vector (a replacing vector included) limits the
 // comparison to the positions the two states differ at; an added equality
 // delete to the positions the resolver names, or without one, to none: the
-// whole file is compared. A removed equality delete is compared in whole,
-// since the rows it brings back are in no index of the old snapshot. It
-// returns nil for an unchanged file.
+// whole file is compared. A removed equality delete may bring rows back
+// that are in no index of the old snapshot; which ones is decided by
+// reading only the equality columns (keys), and the rows whose liveness
+// changed are compared. It returns nil for an unchanged file.
 func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 	appOld := d.old.deletes.Applicable(ref.file, ref.seq)
 	appNew := d.new.deletes.Applicable(ref.file, ref.seq)
@@ -374,21 +381,23 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 			p.positions = true
 			return nil
 		}
-		if added {
-			r, err := d.resolve(x.File)
-			if err != nil {
-				return err
-			}
-			if r.ok {
-				for _, pos := range r.byFile[ref.file.FilePath()] {
-					if pos >= 0 {
-						p.explicit.Add(uint64(pos))
-					}
-				}
-				return nil
+		if !added {
+			p.keys = true
+			return nil
+		}
+		r, err := d.resolve(x.File)
+		if err != nil {
+			return err
+		}
+		if !r.ok {
+			p.whole = true
+			return nil
+		}
+		for _, pos := range r.byFile[ref.file.FilePath()] {
+			if pos >= 0 {
+				p.explicit.Add(uint64(pos))
 			}
 		}
-		p.whole = true
 		return nil
 	}
 	for _, x := range appNew {
@@ -405,7 +414,7 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 			}
 		}
 	}
-	if !changed || !p.positions && !p.whole && p.explicit.IsEmpty() {
+	if !changed || !p.positions && !p.whole && !p.keys && p.explicit.IsEmpty() {
 		return nil, nil
 	}
 	return p, nil
@@ -427,50 +436,100 @@ func (d *delta) diffBoth(p *bothPlan) error {
 		return d.diffFile(ref.file, delOld, delNew)
 	}
 	keep := p.explicit
-	if p.positions {
-		keep.Or(roaring64.Xor(positionsOf(delOld), positionsOf(delNew)))
+	switch {
+	case p.keys:
+		// The positions live on exactly one side are the rows whose
+		// liveness changed, whatever changed it: the removed equality
+		// delete, the position deletes, the added equality deletes.
+		d.stats.EqualityKeyReads++
+		var keyCols []int
+		for _, set := range slices.Concat(delOld.Equality, delNew.Equality) {
+			for _, id := range set.FieldIDs {
+				if !slices.Contains(keyCols, id) {
+					keyCols = append(keyCols, id)
+				}
+			}
+		}
+		liveOld, err := d.livePositions(d.old, ref.file, delOld, keyCols)
+		if err != nil {
+			return err
+		}
+		liveNew, err := d.livePositions(d.new, ref.file, delNew, keyCols)
+		if err != nil {
+			return err
+		}
+		keep = roaring64.Xor(liveOld, liveNew)
+	case p.positions:
+		posOld, err := positionsOf(delOld)
+		if err != nil {
+			return err
+		}
+		posNew, err := positionsOf(delNew)
+		if err != nil {
+			return err
+		}
+		keep.Or(roaring64.Xor(posOld, posNew))
 	}
 	if keep.IsEmpty() {
 		return nil
 	}
 	rows := ref.file.Count()
-	return d.diffFile(ref.file, restrict(delOld, keep, rows), restrict(delNew, keep, rows))
+	restrictedOld, err := restrict(delOld, keep, rows)
+	if err != nil {
+		return err
+	}
+	restrictedNew, err := restrict(delNew, keep, rows)
+	if err != nil {
+		return err
+	}
+	return d.diffFile(ref.file, restrictedOld, restrictedNew)
 }
 
-func positionsOf(fd *tablescan.FileDeletes) *roaring64.Bitmap {
+// livePositions returns the positions of the rows of file live under
+// deletes on side s, reading no column but keyCols, the columns the
+// equality deletes of both sides compare (so that both sides read the
+// same, and a read is never of no column at all).
+func (d *delta) livePositions(s *side, file iceberg.DataFile, deletes *tablescan.FileDeletes, keyCols []int) (*roaring64.Bitmap, error) {
+	opts := s.scan
+	opts.Columns = append(slices.Clone(keyCols), format.FieldIDPos)
+	posCol := len(keyCols)
 	out := roaring64.New()
-	if fd.Positions != nil {
-		for p := range fd.Positions.Positions() {
-			out.Add(p)
+	err := tablescan.ScanFile(d.ctx, d.fs, s.schema, file, deletes, opts, func(rec arrow.RecordBatch) error {
+		pos, ok := rec.Column(posCol).(*array.Int64)
+		if !ok {
+			return fmt.Errorf("scan of %s: _pos is %s", file.FilePath(), rec.Column(posCol).DataType())
 		}
+		for i := range pos.Len() {
+			out.Add(uint64(pos.Value(i)))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("live positions of %s: %w", file.FilePath(), err)
 	}
-	return out
+	return out, nil
+}
+
+func positionsOf(fd *tablescan.FileDeletes) (*roaring64.Bitmap, error) {
+	return tablescan.FromDV(fd.Positions)
 }
 
 // restrict returns the delete state fd with every position of [0, rows)
 // outside keep deleted too, so that a scan passes on only rows at keep.
-func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) *tablescan.FileDeletes {
-	pos := dv.NewRoaringPositionBitmap()
-	if fd.Positions != nil {
-		pos.Or(fd.Positions)
+func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) (*tablescan.FileDeletes, error) {
+	dead, err := positionsOf(fd)
+	if err != nil {
+		return nil, err
 	}
-	next := uint64(0)
-	end := uint64(max(rows, 0))
-	it := keep.Iterator()
-	for it.HasNext() {
-		p := it.Next()
-		if p >= end {
-			break
-		}
-		if p > next {
-			pos.SetRange(next, p)
-		}
-		next = p + 1
+	outside := roaring64.New()
+	outside.AddRange(0, uint64(max(rows, 0)))
+	outside.AndNot(keep)
+	dead.Or(outside)
+	pos, err := tablescan.ToDV(dead)
+	if err != nil {
+		return nil, err
 	}
-	if next < end {
-		pos.SetRange(next, end)
-	}
-	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}
+	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}, nil
 }
 
 // resolve asks the resolver, once per equality delete file, which rows of

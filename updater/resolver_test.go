@@ -10,6 +10,7 @@ import (
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/planner"
 )
 
 // TestResolverReadsOnlyTheRowGroupsOfItsKeys: equality deletes of two keys,
@@ -44,7 +45,7 @@ func TestResolverReadsOnlyTheRowGroupsOfItsKeys(t *testing.T) {
 	if len(tf.Entries) != 1 {
 		t.Fatalf("want one range file, got %d", len(tf.Entries))
 	}
-	r := &indexResolver{is: is, entries: tf.Entries, store: objstore.Local()}
+	r := planner.NewSnapshotReader(objstore.Local(), is, tf.Entries)
 	got, ok, err := r.ResolveEquality(ctx, []int{1}, []format.Key{{int64(5)}, {int64(150)}})
 	if err != nil || !ok {
 		t.Fatalf("resolve: %v (answered %v)", err, ok)
@@ -53,8 +54,8 @@ func TestResolverReadsOnlyTheRowGroupsOfItsKeys(t *testing.T) {
 	if want := []int64{5, 150}; len(got) != 1 || !slices.Equal(sorted(got[files[0].FilePath()]), want) {
 		t.Errorf("resolved %v, want positions %v of %s", got, want, files[0].FilePath())
 	}
-	if r.rowGroupsRead != 2 {
-		t.Errorf("read %d row groups of 13 for two keys, want 2", r.rowGroupsRead)
+	if n := r.RowGroupsRead(); n != 2 {
+		t.Errorf("read %d row groups of 13 for two keys, want 2", n)
 	}
 }
 

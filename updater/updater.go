@@ -19,6 +19,7 @@ import (
 	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/planner"
 	"github.com/streamidx/streamidx/staging"
 )
 
@@ -277,7 +278,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	}
 	prev := t.Entries
 	stage := u.stageName(cur.SnapshotID)
-	resolver := &indexResolver{is: is, entries: prev, store: u.opts.Range.Store}
+	resolver := planner.NewSnapshotReader(u.opts.Range.Store, is, prev)
 	pub := &Publication{}
 	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub); err != nil {
 		return err
@@ -374,7 +375,7 @@ func (u *Updater) stageAhead(ctx context.Context, tbl *table.Table, md *format.M
 	a := &stagingAhead{stage: u.stageName(snapID), source: after.SnapshotID, cancel: cancel, done: make(chan struct{}), u: u}
 	go func() {
 		defer close(a.done)
-		resolver := &indexResolver{is: is, entries: entries, store: u.opts.Range.Store}
+		resolver := planner.NewSnapshotReader(u.opts.Range.Store, is, entries)
 		a.err = u.ensureStaged(ctx, tbl, is, a.stage, next, after, resolver, &a.pub)
 	}()
 	return a

@@ -36,6 +36,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	policy := fs.String("policy", "", "alignment `policy`: every, latest or adaptive (default every)")
 	stageDir := fs.String("stage-dir", "", "staging store `directory` (default: staging/ beside the SQLite catalog or the local warehouse)")
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
+	rewriteDeletes := fs.Bool("rewrite-deletes", false, "after publishing, turn the table's equality deletes into deletion vectors through an index with _file and _pos (run.rewrite-deletes.enabled)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
@@ -68,6 +69,9 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	})
 	if err := cfg.Validate(); err != nil {
 		return exitError, fmt.Errorf("invalid configuration: %w", err)
+	}
+	if *rewriteDeletes {
+		cfg.Run.RewriteDeletes.Enabled = true
 	}
 	if *once {
 		cfg.Run.HTTP, cfg.Run.Kafka.Brokers = "", nil

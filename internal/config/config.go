@@ -69,6 +69,21 @@ type RunConfig struct {
 	// rebuild is logged with the file. A corrupt metadata file still halts
 	// (streamidx rollback repairs it). Default: false.
 	RebuildOnCorruption bool `yaml:"rebuild-on-corruption"`
+	// RewriteDeletes turns equality deletes into deletion vectors after an
+	// index snapshot is published. Default: off.
+	RewriteDeletes RewriteDeletesConfig `yaml:"rewrite-deletes"`
+}
+
+// RewriteDeletesConfig is what the daemon does about equality deletes.
+type RewriteDeletesConfig struct {
+	// Enabled: after publishing an index snapshot that brings an index with
+	// _file and _pos up to its table, rewrite the table's equality delete
+	// files into deletion vectors (v3) or position delete files (v2)
+	// through that index. Default: false.
+	Enabled bool `yaml:"enabled"`
+	// MinFiles is the number of live equality delete files below which no
+	// rewrite runs. Default: 1.
+	MinFiles int `yaml:"min-files"`
 }
 
 // AdaptiveConfig bounds how far behind policy adaptive lets an index fall
@@ -173,6 +188,7 @@ func Default() Config {
 				NotificationTimeout: Duration(2 * time.Minute)},
 			MaxParallelUpdates: 4,
 			RetainSnapshots:    10,
+			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
@@ -270,6 +286,10 @@ func (c *Config) Set(key, value string) error {
 		c.Run.Kafka.NotificationTimeout = Duration(d)
 	case "run.max-parallel-updates":
 		c.Run.MaxParallelUpdates, err = strconv.Atoi(value)
+	case "run.rewrite-deletes.enabled":
+		c.Run.RewriteDeletes.Enabled, err = strconv.ParseBool(value)
+	case "run.rewrite-deletes.min-files":
+		c.Run.RewriteDeletes.MinFiles, err = strconv.Atoi(value)
 	case "log.level":
 		c.Log.Level = value
 	case "log.format":
@@ -438,6 +458,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.Adaptive.MaxLag <= 0 {
 		errs = append(errs, fmt.Errorf("run.adaptive.max-lag %s: want a positive duration", time.Duration(c.Run.Adaptive.MaxLag)))
+	}
+	if c.Run.RewriteDeletes.MinFiles < 1 {
+		errs = append(errs, fmt.Errorf("run.rewrite-deletes.min-files %d: want at least 1", c.Run.RewriteDeletes.MinFiles))
 	}
 	if c.Run.PollInterval <= 0 {
 		errs = append(errs, fmt.Errorf("run.poll-interval %s: want a positive duration", time.Duration(c.Run.PollInterval)))

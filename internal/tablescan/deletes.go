@@ -1,6 +1,7 @@
 package tablescan
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
@@ -343,6 +345,13 @@ func ReadPositions(ctx context.Context, fs iceio.IO, del iceberg.DataFile, dataP
 	return byFile[dataPath], nil
 }
 
+// ReadPositionDeleteFile returns every position a Parquet position delete
+// file deletes, by data file location.
+func ReadPositionDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, opts Options) (map[string]*dv.RoaringPositionBitmap, error) {
+	opts.EnsureDefaults()
+	return readPositionDeleteFile(ctx, fs, del, opts)
+}
+
 // readPositionDeleteFile reads a Parquet position delete file into the
 // positions it deletes, by data file.
 func readPositionDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, opts Options) (map[string]*dv.RoaringPositionBitmap, error) {
@@ -436,4 +445,37 @@ func readDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, sche
 	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}
 	err = p.read(ctx, schema, so, func(rec arrow.RecordBatch, _ int64) error { return fn(rec) })
 	return errJoinClose(err, p)
+}
+
+// ToDV converts a roaring64 bitmap of positions into a deletion vector's
+// bitmap. Both use the portable 64-bit roaring layout, so this is a copy of
+// containers, where setting ranges or positions one by one would rebuild
+// them.
+func ToDV(b *roaring64.Bitmap) (*dv.RoaringPositionBitmap, error) {
+	data, err := b.ToBytes()
+	if err != nil {
+		return nil, fmt.Errorf("serialize positions: %w", err)
+	}
+	out, err := dv.DeserializeRoaringPositionBitmap(data)
+	if err != nil {
+		return nil, fmt.Errorf("convert positions: %w", err)
+	}
+	return out, nil
+}
+
+// FromDV converts a deletion vector's bitmap into a roaring64 bitmap; nil
+// gives an empty one.
+func FromDV(d *dv.RoaringPositionBitmap) (*roaring64.Bitmap, error) {
+	out := roaring64.New()
+	if d == nil {
+		return out, nil
+	}
+	var buf bytes.Buffer
+	if err := d.Serialize(&buf); err != nil {
+		return nil, fmt.Errorf("serialize positions: %w", err)
+	}
+	if _, err := out.ReadFrom(&buf); err != nil {
+		return nil, fmt.Errorf("convert positions: %w", err)
+	}
+	return out, nil
 }

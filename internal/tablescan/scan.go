@@ -258,7 +258,7 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 	for i, f := range readSchema.Fields() {
 		colOf[f.ID] = i
 	}
-	groups := groupEquality(deletes.Equality, colOf)
+	groups := groupEquality(deletes.Equality, colOf, file.Count())
 
 	p, err := openParquet(fs, file.FilePath(), opts.NameMapping, opts.BatchRows, opts.Allocator)
 	if err != nil {
@@ -280,7 +280,12 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 	return stats, errJoinClose(err, p)
 }
 
-func groupEquality(sets []*EqualityDeletes, colOf map[int]int) []eqGroup {
+// groupEquality groups the equality delete sets of a data file of rows
+// rows by their fields. The sets of a group are merged into one when
+// testing every row against each set would cost more lookups than the
+// merge costs inserts: a CDC table's oldest file meets every upsert's
+// delete, and one lookup per row beats one per row and delete file.
+func groupEquality(sets []*EqualityDeletes, colOf map[int]int, rows int64) []eqGroup {
 	var groups []eqGroup
 	byFields := map[string]int{}
 	for _, set := range sets {
@@ -296,6 +301,21 @@ func groupEquality(sets []*EqualityDeletes, colOf map[int]int) []eqGroup {
 			groups = append(groups, eqGroup{cols: cols})
 		}
 		groups[i].sets = append(groups[i].sets, set)
+	}
+	for i, g := range groups {
+		keys := 0
+		for _, set := range g.sets {
+			keys += set.Len()
+		}
+		if len(g.sets) > 1 && rows*int64(len(g.sets)) > int64(keys) {
+			merged := NewEqualityDeletes(g.sets[0].FieldIDs)
+			for _, set := range g.sets {
+				for k := range set.keys {
+					merged.keys[k] = struct{}{}
+				}
+			}
+			groups[i].sets = []*EqualityDeletes{merged}
+		}
 	}
 	return groups
 }

@@ -1,0 +1,58 @@
+package daemon
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go"
+
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+// With run.rewrite-deletes on, an upsert's equality delete is rewritten
+// into position deletes after the indexes publish, both indexes follow the
+// rewrite and stay exact, and the rewrite metrics count it.
+func TestRunRewritesEqualityDeletes(t *testing.T) {
+	h := newHarness(t, 0, "pk", "by_customer")
+	h.cfg.Run.PollInterval = config.Duration(100 * time.Millisecond)
+	h.cfg.Run.RewriteDeletes.Enabled = true
+	r := h.start(nil)
+	ctx := context.Background()
+	for c := 1; c <= 3; c++ {
+		del := testtables.WriteEqualityDeleteFile(t, h.tbl, 0, nil, []int{1}, []any{int64(c)}, []any{int64(10 + c)})
+		h.tbl, _ = testtables.AppendAndDelete(t, h.tbl, []iceberg.DataFile{del}, testtables.OrderRow(c, 1), testtables.OrderRow(10+c, 1))
+	}
+	waitFor(t, "no equality delete file is live and both indexes cover the table", func() bool {
+		tbl, err := h.cat.LoadTable(ctx, h.tbl.Identifier())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tbl = tbl
+		head := tbl.CurrentSnapshot().SnapshotID
+		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == head && h.indexed("by_customer") == head
+	})
+	h.verifyAll("pk")
+	h.verifyAll("by_customer")
+	_, body := r.get(t, "/metrics")
+	sum := func(name string) float64 {
+		var total float64
+		for _, index := range []string{"pk", "by_customer"} {
+			v, err := metric(body, name+`{index="`+index+`",table="test.orders"}`)
+			if err != nil {
+				continue
+			}
+			f, _ := strconv.ParseFloat(v, 64)
+			total += f
+		}
+		return total
+	}
+	if sum("streamidx_rewrite_commits_total") < 1 || sum("streamidx_rewrite_equality_files_removed_total") < 1 ||
+		sum("streamidx_rewrite_positions_total") < 1 || sum("streamidx_rewrite_seconds_count") < 1 {
+		t.Fatalf("rewrite metrics: commits %v, files removed %v, positions %v, seconds count %v",
+			sum("streamidx_rewrite_commits_total"), sum("streamidx_rewrite_equality_files_removed_total"),
+			sum("streamidx_rewrite_positions_total"), sum("streamidx_rewrite_seconds_count"))
+	}
+}

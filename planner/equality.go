@@ -1,0 +1,333 @@
+package planner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/iceberg-go"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
+)
+
+// SnapshotReader answers the questions that turn deletes into row
+// positions, through one index snapshot: which live rows hold given key
+// values (ResolveEquality) and which positions of given data files are
+// live (LivePositions). The answers describe the source snapshot the index
+// snapshot was built for. It is safe for concurrent use.
+type SnapshotReader struct {
+	store   *objstore.Store
+	is      *format.IndexSchema
+	entries []format.TrackingEntry
+	// fileField and posField are the index fields holding _file and _pos;
+	// 0 when the index stores no row locations.
+	fileField, posField int
+	// rowGroupsRead counts the row groups ResolveEquality read.
+	rowGroupsRead atomic.Int64
+}
+
+// RowGroupsRead is the number of row groups of range files that
+// ResolveEquality has read so far.
+func (r *SnapshotReader) RowGroupsRead() int64 { return r.rowGroupsRead.Load() }
+
+// NewSnapshotReader reads the index snapshot whose range files are entries
+// (its tracking file's, in cluster order) through store; a nil store reads
+// local files.
+func NewSnapshotReader(store *objstore.Store, is *format.IndexSchema, entries []format.TrackingEntry) *SnapshotReader {
+	if store == nil {
+		store = objstore.Local()
+	}
+	r := &SnapshotReader{store: store, is: is, entries: entries}
+	for _, f := range is.Fields() {
+		if ref, ok := f.Expr.(format.Ref); ok && f.Kind == format.KindMaterialized {
+			switch ref.ID {
+			case format.FieldIDFile:
+				r.fileField = f.ID
+			case format.FieldIDPos:
+				r.posField = f.ID
+			}
+		}
+	}
+	return r
+}
+
+// HasLocation reports whether the index stores _file and _pos, without which
+// neither question can be answered.
+func (r *SnapshotReader) HasLocation() bool { return r.fileField != 0 && r.posField != 0 }
+
+// ResolveEquality returns, by data file location, the positions of every
+// row live in the index's source snapshot whose values of fieldIDs equal
+// one of tuples (each holds the values of fieldIDs in that order, as
+// canonical Go values; nil is null, and null equals null). ok is false when
+// this index cannot answer: it stores no row locations, its leading cluster
+// fields are not fieldIDs (as a set, identity fields), or the fields are
+// floating point, whose equality-delete semantics (every NaN equal) differ
+// from the index's order.
+//
+// The tuples are encoded and sorted once; the range files they can fall
+// into are found by one merge of the sorted keys with the tracking file's
+// group_max_value keys, and each such file is read once, sequentially,
+// merge-joined with the keys in its range. A batch of keys costs one pass
+// over the range files it touches, never a lookup per key. This implements
+// ingest.EqualityResolver, the table delta's fast path.
+func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (map[string][]int64, bool, error) {
+	cluster := r.is.ClusterFields()
+	if !r.HasLocation() || len(fieldIDs) == 0 || len(cluster) < len(fieldIDs) {
+		return nil, false, nil
+	}
+	// perm[i] is the position in a delete tuple of cluster field i.
+	perm := make([]int, len(fieldIDs))
+	types := make([]iceberg.Type, len(fieldIDs))
+	for i := range fieldIDs {
+		f := cluster[i]
+		j := slices.Index(fieldIDs, f.ID)
+		if f.Kind != format.KindIdentity || j < 0 || slices.Contains(perm[:i], j) {
+			return nil, false, nil
+		}
+		switch f.Type.(type) {
+		case iceberg.Float32Type, iceberg.Float64Type:
+			return nil, false, nil
+		}
+		perm[i], types[i] = j, f.Type
+	}
+	keys := make([][]byte, 0, len(tuples))
+	prefix := make(format.Key, len(perm))
+	for _, t := range tuples {
+		for i, j := range perm {
+			prefix[i] = t[j]
+		}
+		enc, err := format.AppendKey(nil, types, prefix)
+		if err != nil {
+			// A value of another type than the index holds: let the
+			// caller read the data files instead of guessing.
+			return nil, false, nil
+		}
+		keys = append(keys, enc)
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, func(a, b []byte) bool { return bytes.Equal(a, b) })
+
+	out := map[string][]int64{}
+	if len(keys) == 0 {
+		return out, true, nil
+	}
+	maxes, err := r.groupMaxPrefixes(types)
+	if err != nil {
+		return nil, false, err
+	}
+	// File i holds keys in [max of file i-1, max of file i]: both ends
+	// inclusive, since a run of equal prefixes may span files. A missing
+	// group_max_value (nil) bounds nothing.
+	k := 0
+	for i := range r.entries {
+		var lo, hi []byte
+		if i > 0 {
+			lo = maxes[i-1]
+		}
+		hi = maxes[i]
+		for k < len(keys) && lo != nil && bytes.Compare(keys[k], lo) < 0 {
+			k++
+		}
+		if k == len(keys) {
+			break
+		}
+		end := len(keys)
+		if hi != nil {
+			end = k + sortSearchBytes(keys[k:], hi)
+		}
+		if end == k {
+			continue
+		}
+		if err := r.joinFile(ctx, &r.entries[i], types, keys[k:end], out); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, true, nil
+}
+
+// sortSearchBytes is the number of keys (sorted) at or below hi.
+func sortSearchBytes(keys [][]byte, hi []byte) int {
+	n, _ := slices.BinarySearchFunc(keys, hi, func(k, hi []byte) int {
+		if bytes.Compare(k, hi) <= 0 {
+			return -1
+		}
+		return 1
+	})
+	return n
+}
+
+// groupMaxPrefixes encodes the leading len(types) fields of each range
+// file's group_max_value; nil where a file has none.
+func (r *SnapshotReader) groupMaxPrefixes(types []iceberg.Type) ([][]byte, error) {
+	out := make([][]byte, len(r.entries))
+	for i := range r.entries {
+		k, ok := r.entries[i].GroupMaxKey(r.is)
+		if !ok {
+			continue
+		}
+		enc, err := format.AppendKey(nil, types, k[:len(types)])
+		if err != nil {
+			return nil, fmt.Errorf("group_max_value of range file %s: %w", r.entries[i].FilePath, err)
+		}
+		out[i] = enc
+	}
+	return out, nil
+}
+
+// joinFile reads one range file in cluster order and merge-joins its
+// entries' leading fields with keys (sorted), adding the locations of the
+// matches to out.
+func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry, types []iceberg.Type, keys [][]byte, out map[string][]int64) error {
+	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{})
+	if err != nil {
+		return err
+	}
+	defer rf.Close()
+	ids := make([]int, 0, len(types)+2)
+	for _, cf := range r.is.ClusterFields()[:len(types)] {
+		ids = append(ids, cf.ID)
+	}
+	ids = append(ids, r.fileField, r.posField)
+	key := make(format.Key, len(types))
+	var enc []byte
+	k := 0
+	groups := r.rowGroupsHolding(rf.RangeFileReader, types[0], keys)
+	r.rowGroupsRead.Add(int64(len(groups)))
+	err = rf.Read(ctx, ids, groups, func(rec arrow.RecordBatch) error {
+		files, pos, err := locationColumns(rec, len(types), te.FilePath)
+		if err != nil {
+			return err
+		}
+		for row := 0; row < int(rec.NumRows()) && k < len(keys); row++ {
+			for i, t := range types {
+				key[i] = format.ValueAtAs(t, rec.Column(i), row)
+			}
+			if enc, err = format.AppendKey(enc[:0], types, key); err != nil {
+				return err
+			}
+			for k < len(keys) && bytes.Compare(keys[k], enc) < 0 {
+				k++
+			}
+			if k < len(keys) && bytes.Equal(keys[k], enc) {
+				if files.IsNull(row) || pos.IsNull(row) {
+					return format.MarkCorruption(te.FilePath, fmt.Errorf("entry %d has no row location", row))
+				}
+				path := files.Value(row)
+				out[path] = append(out[path], pos.Value(row))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("resolve equality deletes in range file %s: %w", te.FilePath, err)
+	}
+	return nil
+}
+
+// rowGroupsHolding returns the row groups of rf whose statistics of the
+// leading cluster field (of type t) may hold the first value of one of keys
+// (sorted encodings of key prefixes), so that a few keys read a few row
+// groups of a file, not all of it. Row groups without bounds are kept.
+func (r *SnapshotReader) rowGroupsHolding(rf *format.RangeFileReader, t iceberg.Type, keys [][]byte) []int {
+	var firsts []any // the distinct non-null first values, sorted
+	nulls := false
+	for _, enc := range keys {
+		k, _, err := format.DecodeKey(enc, []iceberg.Type{t})
+		if err != nil {
+			return nil // cannot tell: read every row group
+		}
+		if k[0] == nil {
+			nulls = true
+			continue
+		}
+		firsts = append(firsts, k[0])
+	}
+	slices.SortFunc(firsts, func(a, b any) int { return format.Compare(t, a, b) })
+	id := r.is.ClusterFields()[0].ID
+	groups := []int{}
+	for g := range rf.NumRowGroups() {
+		_, stats := rf.RowGroupStats(g)
+		st := stats[id]
+		if st == nil || st.LowerBound == nil || st.UpperBound == nil {
+			groups = append(groups, g)
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(firsts, st.LowerBound, func(v, lo any) int { return format.Compare(t, v, lo) })
+		inRange := i < len(firsts) && format.Compare(t, firsts[i], st.UpperBound) <= 0
+		mayHoldNull := st.NullValueCount == nil || *st.NullValueCount > 0
+		if inRange || nulls && mayHoldNull {
+			groups = append(groups, g)
+		}
+	}
+	return groups
+}
+
+// locationColumns returns the _file and _pos columns of a batch read with
+// them at columns at and at+1.
+func locationColumns(rec arrow.RecordBatch, at int, name string) (*array.String, *array.Int64, error) {
+	files, ok1 := rec.Column(at).(*array.String)
+	pos, ok2 := rec.Column(at + 1).(*array.Int64)
+	if !ok1 || !ok2 {
+		return nil, nil, format.MarkCorruption(name, fmt.Errorf("_file and _pos are %s and %s", rec.Column(at).DataType(), rec.Column(at+1).DataType()))
+	}
+	return files, pos, nil
+}
+
+// LivePositions returns, for each data file location in files, the
+// positions of its rows live in the index's source snapshot (an empty
+// bitmap for a file with none). Entries are clustered by key, not by data
+// file, so this reads the _file and _pos columns of every range file once.
+func (r *SnapshotReader) LivePositions(ctx context.Context, files map[string]bool) (map[string]*roaring64.Bitmap, error) {
+	if !r.HasLocation() {
+		return nil, fmt.Errorf("live positions: %w", ErrCannotReconcile)
+	}
+	out := make(map[string]*roaring64.Bitmap, len(files))
+	for f := range files {
+		out[f] = roaring64.New()
+	}
+	for i := range r.entries {
+		te := &r.entries[i]
+		if err := r.livePositionsOf(ctx, te, out); err != nil {
+			return nil, fmt.Errorf("live positions in range file %s: %w", te.FilePath, err)
+		}
+	}
+	return out, nil
+}
+
+func (r *SnapshotReader) livePositionsOf(ctx context.Context, te *format.TrackingEntry, out map[string]*roaring64.Bitmap) error {
+	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{})
+	if err != nil {
+		return err
+	}
+	defer rf.Close()
+	var lastPath string
+	var last *roaring64.Bitmap
+	return rf.Read(ctx, []int{r.fileField, r.posField}, nil, func(rec arrow.RecordBatch) error {
+		files, pos, err := locationColumns(rec, 0, te.FilePath)
+		if err != nil {
+			return err
+		}
+		for row := range int(rec.NumRows()) {
+			if files.IsNull(row) || pos.IsNull(row) || pos.Value(row) < 0 {
+				return format.MarkCorruption(te.FilePath, fmt.Errorf("entry has no valid row location"))
+			}
+			path := files.Value(row)
+			if last == nil || path != lastPath {
+				bm, ok := out[path]
+				if !ok {
+					last = nil
+					continue
+				}
+				lastPath, last = string([]byte(path)), bm
+			}
+			last.Add(uint64(pos.Value(row)))
+		}
+		return nil
+	})
+}

@@ -1,0 +1,185 @@
+package rewrite
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/lineage"
+)
+
+// snapshotProperty marks the snapshots a rewrite commits, for people
+// reading the table's history; nothing relies on it.
+const snapshotProperty = "streamidx.rewrite-deletes"
+
+// execute writes the plan's delete files and commits them. It reports
+// false when another writer's commit invalidated the plan: the files are
+// removed and the caller plans again.
+func (p *plan) execute(ctx context.Context, cat catalog.Catalog, id table.Identifier, res *Result, opts *Options, log *slog.Logger) (bool, error) {
+	w, err := p.writeDeletes(ctx)
+	if err != nil {
+		return false, err
+	}
+	tbl := p.tbl
+	attempts := 0
+	for {
+		if opts.beforeCommit != nil {
+			opts.beforeCommit()
+		}
+		committed, err := p.commit(ctx, tbl, w)
+		if err == nil {
+			p.done(res, w, committed)
+			return true, nil
+		}
+		// A commit that met another writer's fails in the catalog (a
+		// moved head, ErrCommitFailed) or already in the requirement
+		// check (the branch changed): either way the head moved. A
+		// failure that leaves the head where it was is no conflict.
+		base := tbl.CurrentSnapshot().SnapshotID
+		fresh, lerr := cat.LoadTable(ctx, id)
+		if lerr != nil {
+			// Whether the commit landed is unknown: keep the files.
+			return false, fmt.Errorf("commit the rewrite of equality deletes: %w (reloading the table failed too: %v)", err, lerr)
+		}
+		if fresh.CurrentSnapshot() == nil || fresh.CurrentSnapshot().SnapshotID == base {
+			w.remove(p.fs)
+			return false, fmt.Errorf("commit the rewrite of equality deletes: %w", err)
+		}
+		lf, lerr := readLive(ctx, fresh, p.fs, fresh.CurrentSnapshot())
+		if lerr != nil {
+			return false, fmt.Errorf("commit the rewrite of equality deletes: %w (reading the table after it failed too: %v)", err, lerr)
+		}
+		if p.landed(lf, w) {
+			// The catalog took the commit and reported a failure.
+			p.done(res, w, fresh)
+			return true, nil
+		}
+		res.Conflicts++
+		tbl = fresh
+		why := p.stillHolds(tbl, lf)
+		if why != "" {
+			log.Info("another writer changed what the rewrite touches; planning again", "reason", why)
+			w.remove(p.fs)
+			return false, nil
+		}
+		if attempts++; attempts >= opts.MaxAttempts {
+			w.remove(p.fs)
+			return false, nil
+		}
+		log.Debug("another writer committed first; the plan still holds, committing on its snapshot",
+			"snapshot", tbl.CurrentSnapshot().SnapshotID)
+	}
+}
+
+// done records a committed rewrite in res.
+func (p *plan) done(res *Result, w *written, committed *table.Table) {
+	res.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	res.EqualityFilesRemoved = len(p.eqFiles)
+	res.DeleteFilesReplaced = len(p.replacedDVs) + len(p.replacedPos)
+	res.DeleteFilesWritten = len(w.files)
+	res.BytesWritten = w.bytes
+}
+
+// landed reports whether the snapshot lf describes holds this rewrite's
+// commit: its new files are live, or, when it wrote none, the equality
+// delete files it removes are gone.
+func (p *plan) landed(lf *liveFiles, w *written) bool {
+	if len(w.paths) > 0 {
+		return lf.live[w.paths[0]]
+	}
+	for _, d := range p.eqFiles {
+		if lf.live[d.File.FilePath()] {
+			return false
+		}
+	}
+	return true
+}
+
+// commit stages the plan on tbl's current snapshot and commits it, on the
+// condition that the head is still that snapshot.
+func (p *plan) commit(ctx context.Context, tbl *table.Table, w *written) (*table.Table, error) {
+	tx := tbl.NewTransaction()
+	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
+		return nil, err
+	}
+	props := iceberg.Properties{snapshotProperty: "true"}
+	if len(w.files) > 0 {
+		rd := tx.NewRowDelta(props).AddDeletes(w.files...)
+		if len(p.replacedDVs) > 0 {
+			rd.RemoveDeletes(p.replacedDVs...)
+		}
+		if err := rd.Commit(ctx); err != nil {
+			return nil, fmt.Errorf("stage the new position deletes: %w", err)
+		}
+	}
+	rw := tx.NewRewrite(props)
+	for _, d := range p.eqFiles {
+		rw.DeleteFile(d.File)
+	}
+	for _, df := range p.replacedPos {
+		rw.DeleteFile(df)
+	}
+	if err := rw.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("stage the removal of equality delete files: %w", err)
+	}
+	return tx.Commit(ctx)
+}
+
+// stillHolds checks the plan against tbl's current snapshot, which another
+// writer committed after the plan's: it still holds when every file it
+// removes is live, every data file it writes deletes for is live with the
+// same position deletes, and every data file an equality delete it removes
+// applies to is one it covers. It returns why not, or "".
+func (p *plan) stillHolds(tbl *table.Table, lf *liveFiles) string {
+	snap := tbl.CurrentSnapshot()
+	if !lineage.IsAncestor(tbl, snap.SnapshotID, p.snap.SnapshotID) {
+		return fmt.Sprintf("snapshot %d does not descend from the planned snapshot %d", snap.SnapshotID, p.snap.SnapshotID)
+	}
+	for _, d := range p.eqFiles {
+		if !lf.live[d.File.FilePath()] {
+			return "equality delete file " + d.File.FilePath() + " was removed"
+		}
+	}
+	for _, df := range slices.Concat(p.replacedDVs, p.replacedPos) {
+		if !lf.live[df.FilePath()] {
+			return "delete file " + df.FilePath() + " was removed"
+		}
+	}
+	removed := map[string]bool{}
+	for _, d := range p.eqFiles {
+		removed[d.File.FilePath()] = true
+	}
+	for path, ref := range lf.data {
+		var pos []string
+		applies := false
+		for _, d := range lf.deletes.Applicable(ref.File, ref.Seq) {
+			if d.File.ContentType() == iceberg.EntryContentEqDeletes {
+				applies = applies || removed[d.File.FilePath()]
+			} else {
+				pos = append(pos, d.File.FilePath())
+			}
+		}
+		t, planned := p.targets[path]
+		if !applies && (!planned || t.added == 0) {
+			continue
+		}
+		if !planned || t.seq != ref.Seq {
+			return "data file " + path + " now has a removed equality delete applying to it"
+		}
+		slices.Sort(pos)
+		if !slices.Equal(pos, t.posDeletes) {
+			return "the position deletes of data file " + path + " changed"
+		}
+	}
+	for path, t := range p.targets {
+		if _, ok := lf.data[path]; !ok && t.added > 0 {
+			return "data file " + path + " was removed"
+		}
+	}
+	return ""
+}
