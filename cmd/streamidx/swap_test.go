@@ -145,10 +145,19 @@ func TestSwappedIndexFilesAreRefused(t *testing.T) {
 	inCur := func(e format.TrackingEntry) bool {
 		return slices.ContainsFunc(cur, func(c format.TrackingEntry) bool { return c.FilePath == e.FilePath })
 	}
-	written := slices.IndexFunc(cur, func(e format.TrackingEntry) bool {
-		return !slices.ContainsFunc(old, func(o format.TrackingEntry) bool { return o.FilePath == e.FilePath })
-	})
-	replaced := slices.IndexFunc(old, func(e format.TrackingEntry) bool { return !inCur(e) })
+	// The last file written and the last replaced hold the tail keys the
+	// upsert touched (a merge may also rewrite a small neighbour).
+	written, replaced := -1, -1
+	for i, e := range cur {
+		if !slices.ContainsFunc(old, func(o format.TrackingEntry) bool { return o.FilePath == e.FilePath }) {
+			written = i
+		}
+	}
+	for i, e := range old {
+		if !inCur(e) {
+			replaced = i
+		}
+	}
 	if written < 0 || replaced < 0 {
 		t.Fatal("the update rewrote no range file")
 	}
