@@ -298,10 +298,10 @@ func TestNative(t *testing.T) {
 		t.Error("PeekTable")
 	}
 	for msg, want := range map[string]string{
-		`{"op":"upsert","row":{"id":1,"name":"a","amount":1,"tstz":1,"addr":null}}`:                      "",
-		`{"op":"delete","row":{"id":1,"name":"a","amount":1,"tstz":1,"addr":{"city":"q"}}}`:             "",
-		`{"op":"insert","row":{}}`:                                                                       `op "insert"`,
-		`{"op":"upsert","row":{"id":1},"extra":1}`:                                                       `unknown member "extra"`,
+		`{"op":"upsert","row":{"id":1,"name":"a","amount":1,"tstz":1,"addr":null}}`:         "",
+		`{"op":"delete","row":{"id":1,"name":"a","amount":1,"tstz":1,"addr":{"city":"q"}}}`: "",
+		`{"op":"insert","row":{}}`:                 `op "insert"`,
+		`{"op":"upsert","row":{"id":1},"extra":1}`: `unknown member "extra"`,
 		`{"op":"delete","row":{"id":1,"name":"a","amount":1,"tstz":1,"addr":null},"before":{}}`:          "before is for upserts",
 		`{"op":"upsert","row":{"id":1,"name":"a","amount":1,"tstz":1,"addr":{"city":"q","street":"s"}}}`: "addr.street",
 	} {
