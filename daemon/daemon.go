@@ -34,7 +34,9 @@ type Daemon struct {
 	reg     prometheus.Registerer
 	metrics *metrics
 	store   *staging.Store
-	workers []*worker
+	// changeTopics feed the events-fed indexes (run.kafka.change-topics).
+	changeTopics []config.ChangeTopic
+	workers      []*worker
 	byTable map[string][]*worker
 	ledger  *ledger
 	// slots bounds the updates running at once (run.max-parallel-updates).
@@ -76,6 +78,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		byTable: map[string][]*worker{}, slots: make(chan struct{}, rc.MaxParallelUpdates), now: time.Now,
 		stop: make(chan struct{}), runDone: make(chan struct{})}
 	d.ledger = newLedger(d.byTable, func(*kgo.Record) {})
+	d.changeTopics, _ = rc.Kafka.ParseChangeTopics() // Validate checked them
 	store, err := staging.OpenStore(rc.StageDir, staging.StoreOptions{Logger: log})
 	if err != nil {
 		return nil, err
@@ -91,6 +94,9 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	if files == nil {
 		files = objstore.New(objstore.Options{IOProperties: cfg.IOProperties(), Logger: log})
 	}
+	if len(rc.Kafka.Brokers) == 0 {
+		d.changeTopics = nil // no feed to follow: events-fed indexes follow the table
+	}
 	seen := map[string]bool{}
 	for _, ref := range rc.Indexes {
 		id, err := config.ParseTable(ref.Table)
@@ -102,6 +108,10 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			continue // listed twice: one worker is enough
 		}
 		seen[name+"/"+ref.Index] = true
+		var events updater.EventFeed
+		if topics := topicsOf(d.changeTopics, name); len(topics) > 0 {
+			events = &tableFeed{table: name, topics: topics, ledger: d.ledger}
+		}
 		u := updater.New(tables, indexes, store, id, ref.Index, updater.Options{
 			Policy: updater.Policy(rc.Policy),
 			Range: compactor.RangeWriterOptions{
@@ -109,7 +119,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			},
 			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir,
 			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
-			Logger: log,
+			Events: events, Logger: log,
 		})
 		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1)}
 		d.workers = append(d.workers, w)
@@ -179,6 +189,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.add("commit notifications", func() error { return cons.run(consCtx) }, stopConsumer)
 	}
 
+	if len(d.cfg.Run.Kafka.Brokers) > 0 && len(d.changeTopics) > 0 {
+		feed := newChangeFeed(d, d.changeTopics)
+		defer feed.close()
+		feedCtx, stopFeed := context.WithCancel(context.Background())
+		g.add("change events", func() error { return feed.run(feedCtx) }, stopFeed)
+	}
+
 	workCtx, stopWorkers := context.WithCancel(context.Background())
 	g.add("workers", func() error {
 		var wg sync.WaitGroup
@@ -207,7 +224,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		})
 	}
 	d.log.Info("streamidx run started", "indexes", len(d.workers), "poll_interval", time.Duration(d.cfg.Run.PollInterval),
-		"kafka", strings.Join(d.cfg.Run.Kafka.Brokers, ","), "http", d.Addr(), "policy", d.cfg.Run.Policy,
+		"kafka", strings.Join(d.cfg.Run.Kafka.Brokers, ","), "change_topics", topicNames(d.changeTopics), "http", d.Addr(), "policy", d.cfg.Run.Policy,
 		"max_parallel_updates", d.cfg.Run.MaxParallelUpdates)
 	return g.run()
 }

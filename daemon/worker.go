@@ -25,6 +25,8 @@ type worker struct {
 	wake chan struct{}
 	// synced is set once the index has caught up with its table.
 	synced atomic.Bool
+	// waiting is set while an events-fed index waits for its change feed.
+	waiting atomic.Bool
 
 	mu      sync.Mutex
 	haltErr error // why the worker stopped for good; nil while it runs
@@ -93,7 +95,7 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			continue
 		}
 		failures = 0
-		if !w.synced.Swap(true) {
+		if !w.waiting.Load() && !w.synced.Swap(true) {
 			d.log.Info("index caught up with its table", "table", w.table, "index", w.index)
 		}
 		select {
@@ -130,7 +132,11 @@ func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error
 		if st.Published != nil {
 			published++
 		}
-		if err != nil || st.Aligned {
+		w.waiting.Store(st.Waiting != "")
+		if st.Waiting != "" {
+			d.log.Debug("events-fed index waits for its change feed", "table", w.table, "index", w.index, "why", st.Waiting)
+		}
+		if err != nil || st.Aligned || st.Waiting != "" {
 			return published, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/ingest"
+	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
@@ -53,6 +54,10 @@ type Options struct {
 	Expire flush.ExpireOptions
 	// ExpireEvery is how many commits pass between expiries. Default: 10.
 	ExpireEvery int
+	// Events is the change feed that events-fed indexes (source: events)
+	// follow. Default: none; such an index then follows the table like any
+	// other.
+	Events EventFeed
 	// Logger. Default: discard.
 	Logger *slog.Logger
 }
@@ -140,6 +145,9 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 	}
 	// Published up to the table's current snapshot: nothing more to do.
 	defer func() { st.Aligned = st.Aligned || st.IndexedSnapshotID == target.SnapshotID }()
+	if u.opts.Events != nil && indexdef.EventsFed(md) {
+		return u.stepEvents(ctx, tbl, md, target, props, st)
+	}
 	if cur == nil {
 		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
@@ -157,7 +165,10 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 	if u.opts.Policy == PolicyLatest {
 		next = target
 	}
-	err = u.incremental(ctx, tbl, md, cur, next, props, st)
+	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
+	err = u.incremental(ctx, tbl, md, cur, next, props, st, func(is *format.IndexSchema, stage string, resolver *indexResolver, pub *Publication) error {
+		return u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub)
+	})
 	if errors.Is(err, compactor.ErrDeltaMismatch) || errors.Is(err, compactor.ErrUnsortedRangeFile) {
 		u.log.Warn("incremental update does not apply: full build", "err", err)
 		return u.fullBuild(ctx, tbl, md, next, props, st)
@@ -202,9 +213,13 @@ func (u *Updater) stageName(base *format.Snapshot) string {
 
 var errStopIteration = errors.New("stop")
 
-func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, next *table.Snapshot, props PropertiesFunc, st *Stats) error {
+// stageFunc makes sure the sealed stage of the delta that incremental
+// merges exists.
+type stageFunc func(is *format.IndexSchema, stage string, resolver *indexResolver, pub *Publication) error
+
+func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, next *table.Snapshot,
+	props PropertiesFunc, st *Stats, stageDelta stageFunc) error {
 	began := time.Now()
-	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
 	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, next))
 	if err != nil {
 		return err
@@ -217,7 +232,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	stage := u.stageName(cur)
 	resolver := &indexResolver{is: is, entries: prev, store: u.opts.Range.Store}
 	pub := &Publication{}
-	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub); err != nil {
+	if err := stageDelta(is, stage, resolver, pub); err != nil {
 		return err
 	}
 	delta := func(yield func(key, value []byte, count int) bool) error {
