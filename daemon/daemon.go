@@ -37,8 +37,8 @@ type Daemon struct {
 	// changeTopics feed the events-fed indexes (run.kafka.change-topics).
 	changeTopics []config.ChangeTopic
 	workers      []*worker
-	byTable map[string][]*worker
-	ledger  *ledger
+	byTable      map[string][]*worker
+	ledger       *ledger
 	// slots bounds the updates running at once (run.max-parallel-updates).
 	slots    chan struct{}
 	listener net.Listener

@@ -185,10 +185,10 @@ func TestEventsFedIndexFollowsTheTable(t *testing.T) {
 	}
 	_, body := d.get(t, "/metrics")
 	for sample, want := range map[string]string{
-		`streamidx_compactor_full_builds_total{index="ev_customer",table="test.orders"}`:                "1",
-		`streamidx_compactor_full_builds_total{index="ev_name",table="test.orders"}`:                    "1",
+		`streamidx_compactor_full_builds_total{index="ev_customer",table="test.orders"}`:                  "1",
+		`streamidx_compactor_full_builds_total{index="ev_name",table="test.orders"}`:                      "1",
 		`streamidx_ingest_equality_delete_slow_path_files_total{index="ev_customer",table="test.orders"}`: "0",
-		`streamidx_ingest_events_dead_lettered_total`:                                                   "0",
+		`streamidx_ingest_events_dead_lettered_total`:                                                     "0",
 	} {
 		if got, err := metric(body, sample); err != nil || got != want {
 			t.Errorf("%s = %q (%v), want %s\n%s", sample, got, err, want, grepLines(h.logs.String(), "table"))

@@ -78,7 +78,7 @@ type ledger struct {
 	// they covered without them (built from the table before its
 	// notification was read).
 	recent map[string][]*note
-	marks []*kgo.Record // to mark once mu is released
+	marks  []*kgo.Record // to mark once mu is released
 }
 
 func newLedger(byTable map[string][]*worker, mark func(*kgo.Record)) *ledger {
