@@ -50,8 +50,7 @@ type ControlEvent struct {
 	Type        ControlPayloadType
 	TimestampUs int64 // when the event was made, µs from the epoch
 	GroupID     string
-	// CommitID is the commit the event belongs to (DATA_COMPLETE,
-	// COMMIT_TO_TABLE).
+	// CommitID is the commit the event belongs to.
 	CommitID uuid.UUID
 	// Assignments are the source-topic positions a worker's data of the
 	// commit covers (DATA_COMPLETE): per partition, the next offset after
@@ -191,6 +190,9 @@ func (e *ControlEvent) fill(v any) error {
 	case CommitToTable:
 		return e.fillCommitToTable(payload)
 	case StartCommit, DataWritten, CommitComplete:
+		if e.CommitID, err = uuidField(payload, "commit_id"); err != nil {
+			return fmt.Errorf("%s: %w", e.Type, err)
+		}
 		return nil
 	}
 	return fmt.Errorf("unknown payload type %d", t)

@@ -31,7 +31,7 @@ func TestDecodeControlSamples(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if ev.Type != typ || ev.GroupID != "cg-orders" || ev.TimestampUs != 1764400000000000 {
+		if ev.Type != typ || ev.GroupID != "cg-orders" || ev.TimestampUs != 1764400000000000 || ev.CommitID != sampleCommit {
 			t.Errorf("%s: %+v", name, ev)
 		}
 	}
