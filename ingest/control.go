@@ -43,8 +43,9 @@ func (t ControlPayloadType) String() string {
 }
 
 // ControlEvent is what streamidx reads of an event of the Iceberg Kafka
-// Connect sink's control topic. Only DATA_COMPLETE and COMMIT_TO_TABLE
-// payloads are read; the others carry nothing a commit notification needs.
+// Connect sink's control topic. DATA_COMPLETE and COMMIT_TO_TABLE payloads
+// are read; of the others only the commit id, since the rest carries
+// nothing a commit notification needs.
 type ControlEvent struct {
 	ID          uuid.UUID
 	Type        ControlPayloadType
