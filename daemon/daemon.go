@@ -34,8 +34,10 @@ type Daemon struct {
 	reg     prometheus.Registerer
 	metrics *metrics
 	store   *staging.Store
-	// changeTopics feed the events-fed indexes (run.kafka.change-topics).
+	// changeTopics feed the events-fed indexes (run.kafka.change-topics),
+	// read by feed; both are nil without Kafka.
 	changeTopics []config.ChangeTopic
+	feed         *changeFeed
 	workers      []*worker
 	byTable      map[string][]*worker
 	ledger       *ledger
@@ -110,7 +112,10 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		seen[name+"/"+ref.Index] = true
 		var events updater.EventFeed
 		if topics := topicsOf(d.changeTopics, name); len(topics) > 0 {
-			events = &tableFeed{table: name, topics: topics, ledger: d.ledger}
+			if d.feed == nil {
+				d.feed = newChangeFeed(d, d.changeTopics)
+			}
+			events = &tableFeed{table: name, topics: topics, ledger: d.ledger, notes: d.feed.notes}
 		}
 		u := updater.New(tables, indexes, store, id, ref.Index, updater.Options{
 			Policy: updater.Policy(rc.Policy),
@@ -189,8 +194,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.add("commit notifications", func() error { return cons.run(consCtx) }, stopConsumer)
 	}
 
-	if len(d.cfg.Run.Kafka.Brokers) > 0 && len(d.changeTopics) > 0 {
-		feed := newChangeFeed(d, d.changeTopics)
+	if feed := d.feed; feed != nil {
 		defer feed.close()
 		feedCtx, stopFeed := context.WithCancel(context.Background())
 		g.add("change events", func() error { return feed.run(feedCtx) }, stopFeed)

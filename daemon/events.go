@@ -73,12 +73,15 @@ type changeFeed struct {
 	client *kgo.Client
 	// ranges[log][tp] is the staged range of each index, as last committed.
 	ranges map[string]map[staging.TopicPartition]staging.EventRange
+	// notes are the commit notifications read from the commit topic
+	// (events_notes.go).
+	notes *knownNotes
 }
 
 func newChangeFeed(d *Daemon, topics []config.ChangeTopic) *changeFeed {
 	return &changeFeed{d: d, topics: topics, opts: ingest.DebeziumOptions{DecimalHandling: d.cfg.Run.Kafka.DebeziumDecimalHandling},
 		tables: map[string]*eventsTable{}, feeds: map[string][]*eventsTable{},
-		ranges: map[string]map[staging.TopicPartition]staging.EventRange{}}
+		ranges: map[string]map[staging.TopicPartition]staging.EventRange{}, notes: newKnownNotes()}
 }
 
 // tableFeed is the updater.EventFeed of one table.
@@ -86,11 +89,15 @@ type tableFeed struct {
 	table  string
 	topics []string
 	ledger *ledger
+	notes  *knownNotes
 }
 
 func (f *tableFeed) Topics() []string { return f.topics }
 
 func (f *tableFeed) CommitOffsets(snapshotID int64) (map[staging.TopicPartition]int64, bool) {
+	if o, ok := f.notes.offsets(f.table, snapshotID); ok {
+		return o, true
+	}
 	return f.ledger.commitOffsets(f.table, snapshotID)
 }
 
@@ -230,7 +237,7 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	defer meta.Close()
 	req := kmsg.NewPtrMetadataRequest()
 	req.AllowAutoTopicCreation = true
-	for _, topic := range topics {
+	for _, topic := range append(topics, k.CommitTopic) {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
@@ -243,7 +250,17 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	for _, rt := range resp.Topics {
 		topic := *rt.Topic
 		if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
-			return fmt.Errorf("change topic %s is not available (error code %d)", topic, rt.ErrorCode)
+			return fmt.Errorf("topic %s is not available (error code %d)", topic, rt.ErrorCode)
+		}
+		if topic == k.CommitTopic {
+			var parts []int32
+			for _, p := range rt.Partitions {
+				parts = append(parts, p.Partition)
+			}
+			if start[topic], err = commitTopicStart(ctx, meta, topic, k.Group, parts); err != nil {
+				return err
+			}
+			continue
 		}
 		start[topic] = map[int32]kgo.Offset{}
 		for _, p := range rt.Partitions {
@@ -363,7 +380,7 @@ func (f *changeFeed) poll(ctx context.Context, jobs, ordered chan<- *chunk) erro
 				fetchErr = err
 			}
 		})
-		recs := fetches.Records()
+		recs := f.takeNotifications(fetches.Records())
 		if len(recs) == 0 {
 			if fetchErr != nil {
 				select {
@@ -389,6 +406,25 @@ func (f *changeFeed) poll(ctx context.Context, jobs, ordered chan<- *chunk) erro
 			}
 		}
 	}
+}
+
+// takeNotifications records the commit-topic records among recs, wakes
+// the events-fed workers of their tables, and returns the others.
+func (f *changeFeed) takeNotifications(recs []*kgo.Record) []*kgo.Record {
+	k := f.d.cfg.Run.Kafka
+	out := recs[:0]
+	for _, r := range recs {
+		if r.Topic != k.CommitTopic {
+			out = append(out, r)
+			continue
+		}
+		if t := f.tables[f.notes.record(r, k.CommitFormat)]; t != nil {
+			for _, w := range t.workers {
+				w.poke()
+			}
+		}
+	}
+	return out
 }
 
 // decodeLoop decodes chunks; each goroutine keeps decoders of its own.

@@ -159,8 +159,12 @@ func (u *Updater) stepEvents(ctx context.Context, tbl *table.Table, md *format.M
 		return u.buildForEvents(ctx, tbl, md, target, cur, props, st)
 	}
 	next, nextPos, err := u.nextNotified(chain, pos)
-	if err != nil || next == nil {
+	if err != nil {
 		return err
+	}
+	if next == nil {
+		st.Waiting = fmt.Sprintf("no commit notification yet for source snapshot %d or a later one", chain[0].SnapshotID)
+		return nil
 	}
 	if nextPos == nil {
 		u.log.Warn("commit notification names none of the table's change topics: building from the table",
@@ -236,7 +240,7 @@ func (u *Updater) buildForEvents(ctx context.Context, tbl *table.Table, md *form
 // events. A leading snapshot that rewrote files only (operation replace)
 // changes no row and needs no notification. nextPos is nil when the
 // notification names none of the table's change topics; next is nil when
-// the step must wait (st.Waiting is then set by the caller's check).
+// no snapshot of chain has a known notification yet.
 func (u *Updater) nextNotified(chain []*table.Snapshot, pos eventOffsets) (next *table.Snapshot, nextPos eventOffsets, err error) {
 	if len(chain) > 0 && chain[0].Summary != nil && chain[0].Summary.Operation == table.OpReplace {
 		if _, ok := u.opts.Events.CommitOffsets(chain[0].SnapshotID); !ok {
