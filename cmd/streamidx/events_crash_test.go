@@ -36,7 +36,8 @@ var eventDefinitions = map[string]string{
 // native) and their commit notifications, in varying order. After a final
 // restart both events-fed indexes catch up, every index snapshot verifies,
 // and every source snapshot from the first indexed one has exactly one
-// index snapshot: no event lost, none applied twice.
+// index snapshot: no event lost, none applied twice; and no run fell back
+// to reading the table.
 func TestEventsCrashAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash trials take a while; run without -short")
@@ -150,6 +151,12 @@ func TestEventsCrashAnywhere(t *testing.T) {
 		_ = cmd.Wait()
 	}()
 	checkEventsHistory(t, c, tbl, "ev_customer", "ev_name")
+	// No crash made the indexes fall back to reading the table.
+	for _, fallback := range []string{"the events do not fit the index", "no longer staged", "skipped offsets"} {
+		if strings.Contains(logs.String(), fallback) {
+			t.Errorf("a daemon logged %q", fallback)
+		}
+	}
 }
 
 // waitIndexed waits until every index covers source snapshot id.
