@@ -24,7 +24,9 @@ func startEmbeddedBroker(addr, stageDir string) (*kfake.Cluster, error) {
 	}
 	cluster, err := kfake.NewCluster(
 		kfake.Ports(port),
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, net.JoinHostPort(host, portStr)) }),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, net.JoinHostPort(host, portStr))
+		}),
 		kfake.AllowAutoTopicCreation(),
 		kfake.DataDir(filepath.Join(filepath.Dir(filepath.Clean(stageDir)), "kafka")),
 	)
