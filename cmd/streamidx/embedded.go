@@ -11,8 +11,9 @@ import (
 
 // startEmbeddedBroker starts franz-go's in-process Kafka-protocol broker on
 // addr (host:port), the embedded default of the design: any Kafka client
-// (kcat, franz-go) can produce to it and consume from it. Topics are kept in
-// the directory kafka beside the staging directory, so a restart finds them.
+// (kcat, franz-go) can produce to it and consume from it. Topics it creates
+// on first use have one partition. They are kept in the directory kafka
+// beside the staging directory, so a restart finds them.
 func startEmbeddedBroker(addr, stageDir string) (*kfake.Cluster, error) {
 	host, portStr, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -28,6 +29,7 @@ func startEmbeddedBroker(addr, stageDir string) (*kfake.Cluster, error) {
 			return net.Listen(network, net.JoinHostPort(host, portStr))
 		}),
 		kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(1), // one partition: records written by hand keep their order
 		kfake.DataDir(filepath.Join(filepath.Dir(filepath.Clean(stageDir)), "kafka")),
 	)
 	if err != nil {
