@@ -76,6 +76,9 @@ type changeFeed struct {
 	// notes are the commit notifications read from the commit topic
 	// (events_notes.go).
 	notes *knownNotes
+	// staged and stagedBytes count the events committed to staging and
+	// their records' size, for MeasureChangeFeed.
+	staged, stagedBytes atomic.Int64
 }
 
 func newChangeFeed(d *Daemon, topics []config.ChangeTopic) *changeFeed {
@@ -392,7 +395,7 @@ func (f *changeFeed) poll(ctx context.Context, jobs, ordered chan<- *chunk) erro
 			continue
 		}
 		for i := 0; i < len(recs); i += chunkRecords {
-			c := &chunk{recs: recs[i:min(i+chunkRecords, len(recs))], done: make(chan struct{}), last: i+chunkRecords >= len(recs)}
+			c := newChunk(recs[i:min(i+chunkRecords, len(recs))], i+chunkRecords >= len(recs))
 			select {
 			case ordered <- c:
 			case <-ctx.Done():
@@ -427,11 +430,32 @@ func (f *changeFeed) takeNotifications(recs []*kgo.Record) []*kgo.Record {
 	return out
 }
 
+// chunkBuffers keeps the buffers of staged chunks for the next ones.
+var chunkBuffers = sync.Pool{New: func() any { return &chunk{} }}
+
+// newChunk returns a chunk of recs with buffers from earlier chunks.
+func newChunk(recs []*kgo.Record, last bool) *chunk {
+	c := chunkBuffers.Get().(*chunk)
+	c.recs, c.last, c.done = recs, last, make(chan struct{})
+	c.arena, c.muts = c.arena[:0], c.muts[:0]
+	if cap(c.out) < len(recs) {
+		c.out = make([]recordResult, len(recs))
+	}
+	c.out = c.out[:len(recs)]
+	clear(c.out)
+	return c
+}
+
+// release hands a staged chunk's buffers back.
+func (c *chunk) release() {
+	c.recs = nil
+	chunkBuffers.Put(c)
+}
+
 // decodeLoop decodes chunks; each goroutine keeps decoders of its own.
 func (f *changeFeed) decodeLoop(jobs <-chan *chunk) {
 	dec := map[*eventsTable]*tableDecoder{}
 	for c := range jobs {
-		c.out = make([]recordResult, len(c.recs))
 		for i, r := range c.recs {
 			c.out[i] = f.decodeRecord(dec, c, r)
 		}
@@ -547,7 +571,7 @@ func (f *changeFeed) stageLoop(ctx context.Context, ordered <-chan *chunk) error
 	defer batch.Close()
 	pending := map[string]map[staging.TopicPartition]staging.EventRange{} // ranges to write with the batch
 	var dead []*kgo.Record
-	staged, tombstones := 0, 0
+	staged, stagedBytes, tombstones := 0, 0, 0
 	touched := map[*eventsTable]bool{}
 	for c := range ordered {
 		<-c.done
@@ -576,10 +600,13 @@ func (f *changeFeed) stageLoop(ctx context.Context, ordered <-chan *chunk) error
 					}
 				}
 				staged++
+				stagedBytes += len(r.Value)
 			}
 			f.advance(pending, tp, r.Offset)
 		}
-		if !c.last {
+		last := c.last
+		c.release() // the batch holds copies of what it staged
+		if !last {
 			continue
 		}
 		if len(dead) > 0 && !f.sendDeadLetters(ctx, dead) {
@@ -605,9 +632,11 @@ func (f *changeFeed) stageLoop(ctx context.Context, ordered <-chan *chunk) error
 		}
 		clear(pending)
 		f.d.metrics.eventsStaged.Add(float64(staged))
+		f.staged.Add(int64(staged))
+		f.stagedBytes.Add(int64(stagedBytes))
 		f.d.metrics.eventTombstones.Add(float64(tombstones))
 		f.d.metrics.eventsDeadLettered.Add(float64(len(dead)))
-		staged, tombstones, dead = 0, 0, nil
+		staged, stagedBytes, tombstones, dead = 0, 0, 0, nil
 		for t := range touched {
 			for _, w := range t.workers {
 				w.poke()
