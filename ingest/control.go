@@ -44,8 +44,8 @@ func (t ControlPayloadType) String() string {
 
 // ControlEvent is what streamidx reads of an event of the Iceberg Kafka
 // Connect sink's control topic. DATA_COMPLETE and COMMIT_TO_TABLE payloads
-// are read; of the others only the commit id, since the rest carries
-// nothing a commit notification needs.
+// are read, of START_COMMIT and COMMIT_COMPLETE only the commit id, and
+// DATA_WRITTEN's not at all: nothing else is needed for a notification.
 type ControlEvent struct {
 	ID          uuid.UUID
 	Type        ControlPayloadType
@@ -147,17 +147,41 @@ func DecodeControlEvent(value []byte) (ControlEvent, error) {
 		return ev, fmt.Errorf("control event: %w", err)
 	}
 	r := &avroReader{data: rest[n:]}
-	v, err := r.value(schema, 0)
+	v, err := r.event(schema)
 	if err != nil {
 		return ev, fmt.Errorf("control event: %w", err)
-	}
-	if len(r.data) != 0 {
-		return ev, fmt.Errorf("control event: %d bytes after the datum", len(r.data))
 	}
 	if err := ev.fill(v); err != nil {
 		return ev, fmt.Errorf("control event: %w", err)
 	}
 	return ev, nil
+}
+
+// event reads the datum of an Event. The payload of a DATA_WRITTEN event
+// (data and delete files, the bulk of the control topic) is not read: its
+// type field comes first, and nothing in it is needed. Every other datum
+// must be read to its end.
+func (r *avroReader) event(s avro.Schema) (any, error) {
+	rec, ok := s.(*avro.RecordSchema)
+	if !ok {
+		return nil, errors.New("the writer schema is not a record")
+	}
+	out := make(map[string]any, len(rec.Fields()))
+	for _, f := range rec.Fields() {
+		if t, ok := out["type"].(int32); ok && f.Name() == "payload" && ControlPayloadType(t) == DataWritten {
+			out["payload"] = map[string]any{}
+			return out, nil
+		}
+		v, err := r.value(f.Type(), 1)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Name(), err)
+		}
+		out[f.Name()] = v
+	}
+	if len(r.data) != 0 {
+		return nil, fmt.Errorf("%d bytes after the datum", len(r.data))
+	}
+	return out, nil
 }
 
 // fill takes the event's fields out of the decoded datum.
@@ -190,7 +214,9 @@ func (e *ControlEvent) fill(v any) error {
 		return e.fillDataComplete(payload)
 	case CommitToTable:
 		return e.fillCommitToTable(payload)
-	case StartCommit, DataWritten, CommitComplete:
+	case DataWritten:
+		return nil
+	case StartCommit, CommitComplete:
 		if e.CommitID, err = uuidField(payload, "commit_id"); err != nil {
 			return fmt.Errorf("%s: %w", e.Type, err)
 		}
@@ -302,13 +328,18 @@ func stringField(rec map[string]any, name string) (string, error) {
 // bytes and fixed as []byte. Every length is checked against what is left,
 // so hostile input fails instead of allocating or looping.
 type avroReader struct {
-	data  []byte
-	items int // array and map items read, bounded by maxAvroItems
+	data   []byte
+	items  int // array and map items read, bounded by maxAvroItems
+	values int // values read, bounded by maxAvroValues
 }
 
+// Bounds of one datum. Values of null, empty records and the like take no
+// bytes, so a hostile schema (a record that holds itself twice) could make
+// a short datum exponentially long to read without the count of values.
 const (
-	maxAvroDepth = 32
-	maxAvroItems = 1 << 16
+	maxAvroDepth  = 32
+	maxAvroItems  = 1 << 16
+	maxAvroValues = 1 << 14
 )
 
 var errAvroShort = errors.New("truncated Avro datum")
@@ -338,6 +369,9 @@ func (r *avroReader) bytes() ([]byte, error) {
 func (r *avroReader) value(s avro.Schema, depth int) (any, error) {
 	if depth > maxAvroDepth {
 		return nil, fmt.Errorf("nested deeper than %d", maxAvroDepth)
+	}
+	if r.values++; r.values > maxAvroValues {
+		return nil, fmt.Errorf("more than %d values", maxAvroValues)
 	}
 	switch s.Type() {
 	case avro.Null:
