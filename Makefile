@@ -12,9 +12,10 @@ FUZZTIME  ?= 60s
 PKGS      ?= ./...
 # package:target for every go test -fuzz target of the module.
 FUZZ_TARGETS = ./format:FuzzParseMetadata ./format:FuzzDecodeKey ./format:FuzzReadTrackingFile \
+	./ingest:FuzzDecodeDebezium ./ingest:FuzzDecodeNative ./ingest:FuzzDecodeControlEvent \
 	./format:FuzzOpenRangeFile ./planner:FuzzParse ./planner:FuzzLiteralValue
 
-.PHONY: all build test itest lint fuzz crosscheck clean demo bench compose-config
+.PHONY: all build test itest lint fuzz crosscheck clean demo bench compose-config connect-samples
 
 all: lint test
 
@@ -71,3 +72,9 @@ crosscheck:
 # The main job on the embedded default: no services needed.
 demo: build
 	./bin/streamidx demo --dir streamidx-demo
+
+# Write the Kafka Connect control-event samples of ingest/testdata/connect
+# again, with Debian's python3-avro from the sink's published schemas.
+connect-samples:
+	@/usr/bin/python3 -c 'import avro' 2>/dev/null || (apt-get update -qq && apt-get install -y -qq python3-avro)
+	/usr/bin/python3 scripts/connect_samples.py

@@ -34,10 +34,14 @@ type Daemon struct {
 	reg     prometheus.Registerer
 	metrics *metrics
 	store   *staging.Store
-	files   *objstore.Store
-	workers []*worker
-	byTable map[string][]*worker
-	ledger  *ledger
+	// changeTopics feed the events-fed indexes (run.kafka.change-topics),
+	// read by feed; both are nil without Kafka.
+	changeTopics []config.ChangeTopic
+	feed         *changeFeed
+	files        *objstore.Store
+	workers      []*worker
+	byTable      map[string][]*worker
+	ledger       *ledger
 	// slots bounds the updates running at once (run.max-parallel-updates).
 	slots    chan struct{}
 	listener net.Listener
@@ -77,6 +81,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		byTable: map[string][]*worker{}, slots: make(chan struct{}, rc.MaxParallelUpdates), now: time.Now,
 		stop: make(chan struct{}), runDone: make(chan struct{})}
 	d.ledger = newLedger(d.byTable, func(*kgo.Record) {})
+	d.changeTopics, _ = rc.Kafka.ParseChangeTopics() // Validate checked them
 	store, err := staging.OpenStore(rc.StageDir, staging.StoreOptions{Logger: log})
 	if err != nil {
 		return nil, err
@@ -93,6 +98,9 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		files = objstore.New(objstore.Options{IOProperties: cfg.IOProperties(), Logger: log})
 	}
 	d.files = files
+	if len(rc.Kafka.Brokers) == 0 {
+		d.changeTopics = nil // no feed to follow: events-fed indexes follow the table
+	}
 	seen := map[string]bool{}
 	rewriteMu := map[string]*sync.Mutex{}
 	for _, ref := range rc.Indexes {
@@ -105,6 +113,13 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			continue // listed twice: one worker is enough
 		}
 		seen[name+"/"+ref.Index] = true
+		var events updater.EventFeed
+		if topics := topicsOf(d.changeTopics, name); len(topics) > 0 {
+			if d.feed == nil {
+				d.feed = newChangeFeed(d, d.changeTopics)
+			}
+			events = &tableFeed{table: name, topics: topics, ledger: d.ledger, notes: d.feed.notes}
+		}
 		u := updater.New(tables, indexes, store, id, ref.Index, updater.Options{
 			Policy:               updater.Policy(rc.Policy),
 			AdaptiveMaxSnapshots: rc.Adaptive.MaxSnapshotsBehind, AdaptiveMaxLag: time.Duration(rc.Adaptive.MaxLag),
@@ -113,7 +128,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			},
 			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir,
 			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
-			Logger: log,
+			Events: events, Logger: log,
 		})
 		if rewriteMu[name] == nil {
 			rewriteMu[name] = &sync.Mutex{}
@@ -186,6 +201,12 @@ func (d *Daemon) Run(ctx context.Context) error {
 		g.add("commit notifications", func() error { return cons.run(consCtx) }, stopConsumer)
 	}
 
+	if feed := d.feed; feed != nil {
+		defer feed.close()
+		feedCtx, stopFeed := context.WithCancel(context.Background())
+		g.add("change events", func() error { return feed.run(feedCtx) }, stopFeed)
+	}
+
 	workCtx, stopWorkers := context.WithCancel(context.Background())
 	g.add("workers", func() error {
 		var wg sync.WaitGroup
@@ -214,7 +235,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		})
 	}
 	d.log.Info("streamidx run started", "indexes", len(d.workers), "poll_interval", time.Duration(d.cfg.Run.PollInterval),
-		"kafka", strings.Join(d.cfg.Run.Kafka.Brokers, ","), "http", d.Addr(), "policy", d.cfg.Run.Policy,
+		"kafka", strings.Join(d.cfg.Run.Kafka.Brokers, ","), "change_topics", topicNames(d.changeTopics), "http", d.Addr(), "policy", d.cfg.Run.Policy,
 		"max_parallel_updates", d.cfg.Run.MaxParallelUpdates)
 	return g.run()
 }

@@ -35,6 +35,9 @@ const commitTopic = "streamidx-commits"
 var definitions = map[string]string{
 	"pk":          `{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`,
 	"by_customer": `{"name":"by_customer","identity":["customer_id","id"],"materialized":["_file","_pos","name"],"cluster":["bucket(4, customer_id)","customer_id","id"]}`,
+	// Events-fed indexes (events_test.go).
+	"ev_customer": `{"name":"ev_customer","source":"events","identity":["customer_id","id"],"materialized":["score","amount"],"cluster":["bucket(4, customer_id)","customer_id","id"]}`,
+	"ev_name":     `{"name":"ev_name","source":"events","identity":["name","id"],"materialized":["ts"],"non-materialized":["day(ts)"],"cluster":["truncate(2, name)","name","id"]}`,
 }
 
 // harness is a table with indexes, a daemon configuration for them and,
@@ -277,7 +280,12 @@ func (h *harness) committed(partition int32) int64 {
 // deadLetters reads every record of the dead-letter topic.
 func (h *harness) deadLetters() []*kgo.Record {
 	h.t.Helper()
-	topic := commitTopic + ".dlq"
+	return h.deadLettersOf(commitTopic + ".dlq")
+}
+
+// deadLettersOf reads every record of a dead-letter topic.
+func (h *harness) deadLettersOf(topic string) []*kgo.Record {
+	h.t.Helper()
 	end := h.endOffset(topic)
 	if end <= 0 {
 		return nil

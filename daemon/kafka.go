@@ -98,6 +98,10 @@ func (c *consumer) run(ctx context.Context) error {
 
 // read records one record of the commit topic in the ledger.
 func (c *consumer) read(r *kgo.Record) {
+	if c.d.cfg.Run.Kafka.CommitFormat == "kafka-connect" {
+		c.readControl(r)
+		return
+	}
 	n, err := ingest.DecodeNotification(r.Value)
 	if err != nil {
 		c.d.metrics.decodeErrors.Inc()
@@ -158,6 +162,10 @@ func (c *consumer) sweep(ctx context.Context) {
 				"offset", nt.rec.Offset, "reason", reason)
 			c.send(nt)
 		}
+	}
+	for _, id := range c.d.ledger.expireCommits(c.d.now(), c.timeout) {
+		c.d.log.Warn("Kafka Connect commit did not complete in time; its DATA_COMPLETE events no longer hold the control topic",
+			"commit_id", id, "timeout", c.timeout)
 	}
 	for _, nt := range c.d.ledger.unsent() {
 		c.send(nt)

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
 )
 
@@ -68,7 +70,15 @@ type ledger struct {
 	mu    sync.Mutex
 	parts map[topicPartition][]*note
 	seq   uint64
-	marks []*kgo.Record // to mark once mu is released
+	// commits gathers the control events of Kafka Connect commits by
+	// commit id (connect.go).
+	commits map[uuid.UUID]*connectCommit
+	// recent keeps the last notifications of each table after they are
+	// done, for events-fed indexes that need the offsets of a snapshot
+	// they covered without them (built from the table before its
+	// notification was read).
+	recent map[string][]*note
+	marks  []*kgo.Record // to mark once mu is released
 }
 
 func newLedger(byTable map[string][]*worker, mark func(*kgo.Record)) *ledger {
@@ -180,6 +190,7 @@ func (l *ledger) complete(nt *note) {
 // advance drops the done notes at the head of tp; the last of them is
 // marked for commit when mu is released. Called with l.mu held.
 func (l *ledger) advance(tp topicPartition) {
+	l.releaseCommits()
 	notes := l.parts[tp]
 	i := 0
 	for i < len(notes) && notes[i].done {
@@ -189,6 +200,11 @@ func (l *ledger) advance(tp topicPartition) {
 		return
 	}
 	l.marks = append(l.marks, notes[i-1].rec)
+	for _, nt := range notes[:i] {
+		if nt.served && nt.reason == "" {
+			l.remember(nt)
+		}
+	}
 	l.parts[tp] = notes[i:]
 }
 
@@ -310,4 +326,54 @@ func (l *ledger) drop(partitions map[string][]int32) {
 			delete(l.parts, topicPartition{topic, p})
 		}
 	}
+}
+
+// recentNotes is how many done notifications per table recent keeps.
+const recentNotes = 64
+
+// remember keeps a done notification in recent. Called with l.mu held.
+func (l *ledger) remember(nt *note) {
+	if l.recent == nil {
+		l.recent = map[string][]*note{}
+	}
+	r := append(l.recent[nt.n.Table], nt)
+	if len(r) > recentNotes {
+		r = r[len(r)-recentNotes:]
+	}
+	l.recent[nt.n.Table] = r
+}
+
+// commitOffsets returns the offsets that the notification of snapshot
+// snapshotID of tableName names, for an events-fed index: the newest such
+// notification still in the ledger or among the recent ones. A
+// notification without offsets gives an empty map.
+func (l *ledger) commitOffsets(tableName string, snapshotID int64) (map[staging.TopicPartition]int64, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var best *note
+	consider := func(nt *note) {
+		if nt.served && nt.reason == "" && nt.n.Table == tableName && nt.n.SnapshotID == snapshotID &&
+			(best == nil || nt.seq > best.seq) {
+			best = nt
+		}
+	}
+	for _, notes := range l.parts {
+		for _, nt := range notes {
+			consider(nt)
+		}
+	}
+	for _, nt := range l.recent[tableName] {
+		consider(nt)
+	}
+	if best == nil {
+		return nil, false
+	}
+	if len(best.n.Offsets) == 0 {
+		return map[staging.TopicPartition]int64{}, true
+	}
+	o, err := updater.DecodeOffsets(best.n.Offsets)
+	if err != nil {
+		return map[staging.TopicPartition]int64{}, true // DecodeNotification checked the shape; not the values
+	}
+	return o, true
 }

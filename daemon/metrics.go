@@ -45,6 +45,10 @@ type metrics struct {
 	decodeErrors         prometheus.Counter
 	notificationTimeouts prometheus.Counter
 	pending              prometheus.Gauge
+
+	eventsStaged       prometheus.Counter
+	eventTombstones    prometheus.Counter
+	eventsDeadLettered prometheus.Counter
 }
 
 func newMetrics() *metrics {
@@ -91,6 +95,12 @@ func newMetrics() *metrics {
 			Help: "Commit notifications whose snapshot did not appear in the table's history in time and went to the dead-letter topic."}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "streamidx_ingest_notifications_pending",
 			Help: "Commit notifications read whose snapshot not every index covers yet."}),
+		eventsStaged: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamidx_ingest_events_total",
+			Help: "Change events decoded and staged for the events-fed indexes of their table."}),
+		eventTombstones: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamidx_ingest_event_tombstones_total",
+			Help: "Change-topic records with no value (tombstones), skipped."}),
+		eventsDeadLettered: prometheus.NewCounter(prometheus.CounterOpts{Name: "streamidx_ingest_events_dead_lettered_total",
+			Help: "Change events that could not be decoded or did not fit their table and went to <topic>.dlq."}),
 	}
 }
 
@@ -98,7 +108,8 @@ func (m *metrics) register(reg prometheus.Registerer, behind prometheus.Collecto
 	for _, c := range []prometheus.Collector{m.lag, m.commitLag, m.commits, m.updateSeconds, m.stagedMutations, m.filesRewritten,
 		m.filesReused, m.bytesWritten, m.entriesRewritten, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
 		m.snapshotsExpired, m.filesDeleted, m.rewriteFilesRemoved, m.rewritePositions, m.rewriteCommits, m.rewriteConflicts,
-		m.rewriteSeconds, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending, behind} {
+		m.rewriteSeconds, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending,
+		m.eventsStaged, m.eventTombstones, m.eventsDeadLettered, behind} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -28,6 +28,8 @@ type worker struct {
 	wake chan struct{}
 	// synced is set once the index has caught up with its table.
 	synced atomic.Bool
+	// waiting is set while an events-fed index waits for its change feed.
+	waiting atomic.Bool
 
 	// rewriteMu is shared by the workers of one table: one rewrite of its
 	// equality deletes at a time. noRewrite is set once a rewrite through
@@ -114,7 +116,7 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			continue
 		}
 		failures, rebuilt = 0, false
-		if !w.synced.Swap(true) {
+		if !w.waiting.Load() && !w.synced.Swap(true) {
 			d.log.Info("index caught up with its table", "table", w.table, "index", w.index)
 		}
 		select {
@@ -151,7 +153,11 @@ func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error
 		if st.Published != nil {
 			published++
 		}
-		if err != nil || st.Aligned {
+		w.waiting.Store(st.Waiting != "")
+		if st.Waiting != "" {
+			d.log.Debug("events-fed index waits for its change feed", "table", w.table, "index", w.index, "why", st.Waiting)
+		}
+		if err != nil || st.Aligned || st.Waiting != "" {
 			return published, err
 		}
 	}

@@ -26,6 +26,10 @@ type Stats struct {
 	CommitConflicts, CommitRetries int
 	// SnapshotsExpired and FilesDeleted are what expiry removed.
 	SnapshotsExpired, FilesDeleted int
+	// Waiting says why an events-fed index cannot move now (its next
+	// commit's notification or events have not arrived); "" otherwise. The
+	// step is to be tried again when the feed moves.
+	Waiting string
 }
 
 // Publication describes one published index snapshot.

@@ -17,6 +17,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/ingest"
+	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/planner"
@@ -68,6 +69,10 @@ type Options struct {
 	Expire flush.ExpireOptions
 	// ExpireEvery is how many commits pass between expiries. Default: 10.
 	ExpireEvery int
+	// Events is the change feed that events-fed indexes (source: events)
+	// follow. Default: none; such an index then follows the table like any
+	// other.
+	Events EventFeed
 	// Logger. Default: discard.
 	Logger *slog.Logger
 }
@@ -174,6 +179,9 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 	}
 	// Published up to the table's current snapshot: nothing more to do.
 	defer func() { st.Aligned = st.Aligned || st.IndexedSnapshotID == target.SnapshotID }()
+	if u.opts.Events != nil && indexdef.EventsFed(md) {
+		return u.stepEvents(ctx, tbl, md, target, props, st)
+	}
 	if cur == nil {
 		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
@@ -188,7 +196,10 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
 	next := u.choose(chain)
-	err = u.incremental(ctx, tbl, md, cur, chain, next, props, st)
+	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
+	err = u.incremental(ctx, tbl, md, cur, chain, next, props, st, func(is *format.IndexSchema, stage string, resolver *planner.SnapshotReader, pub *Publication) error {
+		return u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub)
+	})
 	if errors.Is(err, compactor.ErrDeltaMismatch) || errors.Is(err, compactor.ErrUnsortedRangeFile) {
 		u.log.Warn("incremental update does not apply: full build", "err", err)
 		return u.fullBuild(ctx, tbl, md, next, props, st)
@@ -264,10 +275,17 @@ func (u *Updater) stageName(indexSnapshotID int64) string {
 
 var errStopIteration = errors.New("stop")
 
+// stageFunc makes sure the sealed stage of the delta that incremental
+// merges exists.
+type stageFunc func(is *format.IndexSchema, stage string, resolver *planner.SnapshotReader, pub *Publication) error
+
+// incremental merges the delta that stageDelta stages onto the current
+// index snapshot cur and publishes the index snapshot for next. chain, when
+// given, holds the source snapshots newer than cur's (oldest first): the
+// delta of the one after next is then staged while next's publishes.
 func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.Metadata, cur *format.Snapshot, chain []*table.Snapshot,
-	next *table.Snapshot, props PropertiesFunc, st *Stats) error {
+	next *table.Snapshot, props PropertiesFunc, st *Stats, stageDelta stageFunc) error {
 	began := time.Now()
-	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
 	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, next))
 	if err != nil {
 		return err
@@ -280,7 +298,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	stage := u.stageName(cur.SnapshotID)
 	resolver := planner.NewSnapshotReader(u.opts.Range.Store, is, prev)
 	pub := &Publication{}
-	if err := u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub); err != nil {
+	if err := stageDelta(is, stage, resolver, pub); err != nil {
 		return err
 	}
 	delta := func(yield func(key, value []byte, count int) bool) error {
@@ -327,7 +345,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	u.dropStages(stage)
 	pub.FilesWritten, pub.FilesRewritten, pub.FilesReused, pub.BytesWritten = res.Written, res.Rewritten, res.Reused, res.BytesWritten
 	pub.EntriesRewritten = res.EntriesRewritten
-	pub.Skipped = slices.IndexFunc(chain, func(s *table.Snapshot) bool { return s.SnapshotID == next.SnapshotID })
+	pub.Skipped = max(0, slices.IndexFunc(chain, func(s *table.Snapshot) bool { return s.SnapshotID == next.SnapshotID }))
 	u.ahead = ahead.wait()
 	u.committed(ctx, next, pub, began, committed, st)
 	return nil

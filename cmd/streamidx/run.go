@@ -35,6 +35,10 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	httpAddr := fs.String("http", "", "listen `address` of /metrics, /healthz, /readyz, or none (default 127.0.0.1:9464)")
 	policy := fs.String("policy", "", "alignment `policy`: every, latest or adaptive (default every)")
 	stageDir := fs.String("stage-dir", "", "staging store `directory` (default: staging/ beside the SQLite catalog or the local warehouse)")
+	var changeTopics stringList
+	fs.Var(&changeTopics, "change-topic", "change `topic` (Debezium or native JSON events) feeding the source: events indexes; TOPIC=NS.TABLE binds it to a table (repeat)")
+	commitFormat := fs.String("commit-format", "", "commit topic `format`: native or kafka-connect (the Iceberg Kafka Connect sink's control topic) (default native)")
+	embedded := fs.String("embedded-kafka", "", "start an in-process Kafka broker (kfake) on `host:port` and use it as the brokers; its topics are kept beside the staging directory")
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	rewriteDeletes := fs.Bool("rewrite-deletes", false, "after publishing, turn the table's equality deletes into deletion vectors through an index with _file and _pos (run.rewrite-deletes.enabled)")
 	if err := fs.Parse(args); err != nil {
@@ -53,7 +57,8 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		cfg.Run.Indexes = append(cfg.Run.Indexes, config.IndexRef{Table: tables[i], Index: indexes[i]})
 	}
 	for key, v := range map[string]string{"run.kafka.brokers": *brokers, "run.kafka.commit-topic": *commitTopic,
-		"run.http": *httpAddr, "run.policy": *policy, "run.stage-dir": *stageDir} {
+		"run.http": *httpAddr, "run.policy": *policy, "run.stage-dir": *stageDir, "run.kafka.commit-format": *commitFormat,
+		"run.kafka.change-topics": changeTopics.String(), "run.kafka.embedded-broker": *embedded} {
 		if v != "" {
 			if err := cfg.Set(key, v); err != nil {
 				return exitError, err
@@ -75,6 +80,15 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	}
 	if *once {
 		cfg.Run.HTTP, cfg.Run.Kafka.Brokers = "", nil
+	}
+	if addr := cfg.Run.Kafka.EmbeddedBroker; addr != "" && !*once {
+		broker, err := startEmbeddedBroker(addr, cfg.Run.StageDir)
+		if err != nil {
+			return exitError, err
+		}
+		defer broker.Close()
+		cfg.Run.Kafka.Brokers = broker.ListenAddrs()
+		e.log.Info("embedded Kafka broker started", "addr", addr)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

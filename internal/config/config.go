@@ -119,6 +119,50 @@ type KafkaConfig struct {
 	// rolled-back commit never does); then it goes to the dead-letter topic
 	// and stops holding its partition's committed offset. Default: 2m.
 	NotificationTimeout Duration `yaml:"notification-timeout"`
+	// CommitFormat is the format of the commit topic: native (streamidx's
+	// JSON notifications) or kafka-connect (the Apache Iceberg Kafka Connect
+	// sink's control topic). Default: native.
+	CommitFormat string `yaml:"commit-format"`
+	// ChangeTopics feed the events-fed indexes: TOPIC or TOPIC=NS.TABLE.
+	// Default: none.
+	ChangeTopics []string `yaml:"change-topics"`
+	// DebeziumDecimalHandling is Debezium's decimal.handling.mode of events
+	// written without a schema: precise, string or double. Default: precise.
+	DebeziumDecimalHandling string `yaml:"debezium-decimal-handling"`
+	// EmbeddedBroker, when set, is the host:port of an in-process Kafka
+	// broker (kfake) that run starts and uses as its brokers. Default: none.
+	EmbeddedBroker string `yaml:"embedded-broker"`
+}
+
+// ChangeTopic is one entry of run.kafka.change-topics.
+type ChangeTopic struct {
+	Topic string
+	// Table is the table the topic feeds; "" when records name their table.
+	Table string
+}
+
+// ParseChangeTopics reads run.kafka.change-topics.
+func (k KafkaConfig) ParseChangeTopics() ([]ChangeTopic, error) {
+	var out []ChangeTopic
+	seen := map[string]bool{}
+	for _, s := range k.ChangeTopics {
+		topic, tbl, _ := strings.Cut(s, "=")
+		topic = strings.TrimSpace(topic)
+		if topic == "" || strings.ContainsAny(topic, "\x00 ") {
+			return nil, fmt.Errorf("run.kafka.change-topics %q: want TOPIC or TOPIC=NS.TABLE", s)
+		}
+		if tbl = strings.TrimSpace(tbl); tbl != "" {
+			if _, err := ParseTable(tbl); err != nil {
+				return nil, fmt.Errorf("run.kafka.change-topics %q: %w", s, err)
+			}
+		}
+		if seen[topic] {
+			return nil, fmt.Errorf("run.kafka.change-topics: topic %s is listed twice", topic)
+		}
+		seen[topic] = true
+		out = append(out, ChangeTopic{Topic: topic, Table: tbl})
+	}
+	return out, nil
 }
 
 // CatalogConfig says where tables and indexes live.
@@ -185,7 +229,7 @@ func Default() Config {
 			Adaptive:     AdaptiveConfig{MaxSnapshotsBehind: 10, MaxLag: Duration(10 * time.Second)},
 			HTTP:         "127.0.0.1:9464",
 			Kafka: KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx",
-				NotificationTimeout: Duration(2 * time.Minute)},
+				NotificationTimeout: Duration(2 * time.Minute), CommitFormat: "native", DebeziumDecimalHandling: "precise"},
 			MaxParallelUpdates: 4,
 			RetainSnapshots:    10,
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
@@ -284,6 +328,14 @@ func (c *Config) Set(key, value string) error {
 		var d time.Duration
 		d, err = time.ParseDuration(value)
 		c.Run.Kafka.NotificationTimeout = Duration(d)
+	case "run.kafka.commit-format":
+		c.Run.Kafka.CommitFormat = value
+	case "run.kafka.change-topics":
+		c.Run.Kafka.ChangeTopics = strings.Split(value, ",")
+	case "run.kafka.debezium-decimal-handling":
+		c.Run.Kafka.DebeziumDecimalHandling = value
+	case "run.kafka.embedded-broker":
+		c.Run.Kafka.EmbeddedBroker = value
 	case "run.max-parallel-updates":
 		c.Run.MaxParallelUpdates, err = strconv.Atoi(value)
 	case "run.rewrite-deletes.enabled":
@@ -473,6 +525,19 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.MaxSnapshotAge < 0 {
 		errs = append(errs, fmt.Errorf("run.max-snapshot-age %s: want 0 (no age limit) or a positive duration", time.Duration(c.Run.MaxSnapshotAge)))
+	}
+	switch c.Run.Kafka.CommitFormat {
+	case "native", "kafka-connect":
+	default:
+		errs = append(errs, fmt.Errorf("run.kafka.commit-format %q: want native or kafka-connect", c.Run.Kafka.CommitFormat))
+	}
+	switch c.Run.Kafka.DebeziumDecimalHandling {
+	case "precise", "string", "double":
+	default:
+		errs = append(errs, fmt.Errorf("run.kafka.debezium-decimal-handling %q: want precise, string or double", c.Run.Kafka.DebeziumDecimalHandling))
+	}
+	if _, err := c.Run.Kafka.ParseChangeTopics(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Run.MaxParallelUpdates < 1 {
 		errs = append(errs, fmt.Errorf("run.max-parallel-updates %d: want at least 1", c.Run.MaxParallelUpdates))

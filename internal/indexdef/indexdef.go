@@ -36,6 +36,11 @@ type Definition struct {
 	Cluster []string `yaml:"cluster" json:"cluster"`
 	// Properties become the index properties.
 	Properties map[string]string `yaml:"properties" json:"properties"`
+	// Source is where the index's changes come from: table (the table's
+	// manifests) or events (the change events of the table's change topics,
+	// staged as they arrive; the index must not store row locations). It is
+	// kept as the index property PropSource. Default: table.
+	Source string `yaml:"source" json:"source"`
 }
 
 // FirstExprFieldID is the ID given to the first expression field; the next
@@ -48,6 +53,20 @@ const FirstExprFieldID = 900_000
 // PropName is the index property holding the index's name, for people
 // reading a metadata file; the catalog is what maps names to indexes.
 const PropName = "streamidx.name"
+
+// PropSource is the index property that says where an index's changes come
+// from: SourceEvents for an index fed by change events; absent (or
+// SourceTable) for one fed by the table.
+const PropSource = "streamidx.source"
+
+// Values of PropSource.
+const (
+	SourceTable  = "table"
+	SourceEvents = "events"
+)
+
+// EventsFed reports whether an index follows change events.
+func EventsFed(md *format.Metadata) bool { return md.Properties[PropSource] == SourceEvents }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_-]{0,127}$`)
 
@@ -80,6 +99,13 @@ func (d *Definition) Resolve(source *iceberg.Schema, tableUUID, location string)
 		Properties:    map[string]string{PropName: d.Name},
 	}
 	maps.Copy(m.Properties, d.Properties)
+	switch d.Source {
+	case "", SourceTable:
+	case SourceEvents:
+		m.Properties[PropSource] = SourceEvents
+	default:
+		return nil, fmt.Errorf("index %s: source %q: want table or events", d.Name, d.Source)
+	}
 	for _, name := range d.Identity {
 		id, err := r.column(name)
 		if err != nil {
@@ -118,7 +144,27 @@ func (d *Definition) Resolve(source *iceberg.Schema, tableUUID, location string)
 	if err := format.Validate(m, source); err != nil {
 		return nil, fmt.Errorf("index %s: %w", d.Name, err)
 	}
+	if EventsFed(m) {
+		if err := checkEventsFed(m); err != nil {
+			return nil, fmt.Errorf("index %s: %w", d.Name, err)
+		}
+	}
 	return m, nil
+}
+
+// checkEventsFed refuses an events-fed index with a field no change event
+// can give: a metadata column (a row location, a row lineage value).
+func checkEventsFed(m *format.Metadata) error {
+	for _, f := range append(append([]format.ExprField{}, m.MaterializedFields...), m.NonMaterializedFields...) {
+		for _, id := range format.Refs(f.Expr) {
+			if name, _, meta := format.MetadataColumn(id); meta {
+				return fmt.Errorf("source: events cannot feed %s: a change event carries the row's values, not where the row "+
+					"lives in the table (_file, _pos, _spec_id) nor its lineage (_row_id, _last_updated_sequence_number); "+
+					"drop %s from the definition or use source: table", name, name)
+			}
+		}
+	}
+	return nil
 }
 
 type resolver struct {

@@ -136,3 +136,39 @@ func TestParseExprQuotedAndNested(t *testing.T) {
 		t.Errorf("nested call: %v %v", e, err)
 	}
 }
+
+// TestSourceEvents: source: events is kept as an index property, and an
+// index that stores anything change events do not carry is refused with
+// the reason.
+func TestSourceEvents(t *testing.T) {
+	d, err := Parse([]byte("name: by_city\nsource: events\nidentity: [address.city, order_id]\nmaterialized: [total_cents]\ncluster: [\"truncate(2, address.city)\", address.city, order_id]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := d.Resolve(ordersSchema(), "u", "/i")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !EventsFed(md) || md.Properties[PropSource] != SourceEvents {
+		t.Errorf("properties %v", md.Properties)
+	}
+	for _, field := range []string{"_file", "_pos", "_spec_id", "_row_id", "_last_updated_sequence_number"} {
+		d, err := Parse([]byte(`{"name":"x","source":"events","identity":["order_id"],"materialized":["` + field + `"],"cluster":["order_id"]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = d.Resolve(ordersSchema(), "u", "/i")
+		if err == nil || !strings.Contains(err.Error(), "source: events cannot feed "+field) || !strings.Contains(err.Error(), "not where the row") {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+	d, _ = Parse([]byte(`{"name":"x","source":"kafka","identity":["order_id"],"cluster":["order_id"]}`))
+	if _, err := d.Resolve(ordersSchema(), "u", "/i"); err == nil || !strings.Contains(err.Error(), "want table or events") {
+		t.Errorf("source kafka: %v", err)
+	}
+	d, _ = Parse([]byte(`{"name":"x","identity":["order_id"],"materialized":["_file","_pos"],"cluster":["order_id"]}`))
+	md, err = d.Resolve(ordersSchema(), "u", "/i")
+	if err != nil || EventsFed(md) {
+		t.Errorf("default source: %v, events-fed %v", err, md != nil && EventsFed(md))
+	}
+}

@@ -1,0 +1,757 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/ingest"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/staging"
+	"github.com/streamidx/streamidx/updater"
+)
+
+// The change feed reads the change topics (run.kafka.change-topics) and
+// stages each event's entry mutations for every events-fed index of its
+// table, keyed by topic, partition and offset. Every process reads every
+// partition: an events-fed index needs all of its table's events, so the
+// change topics are not split in a consumer group. The position of each
+// partition is the staged range that the staging store records in the
+// same write as the events; a restart resumes there, so a crash redelivers
+// what was not staged, and staging an event again writes the same keys.
+//
+// Records are decoded on every core and staged in order by one goroutine:
+// a fetch is cut into chunks that the decoders take in parallel, and the
+// stager commits the chunks of a fetch in offset order, with the positions,
+// once the dead letters among them are written.
+
+// eventsTable is a table with events-fed indexes.
+type eventsTable struct {
+	name    string
+	id      table.Identifier
+	workers []*worker // the events-fed ones
+	// codec is what decoders need, replaced when the table's schema changes.
+	codec atomic.Pointer[eventsCodec]
+}
+
+// eventsCodec decodes the events of one table for its events-fed indexes,
+// against one schema.
+type eventsCodec struct {
+	schemaID int
+	cols     *ingest.RowColumns
+	indexes  []eventsIndex
+	opts     ingest.DebeziumOptions
+}
+
+type eventsIndex struct {
+	log string // staging.EventBatch index name
+	is  *format.IndexSchema
+}
+
+// changeFeed consumes the change topics.
+type changeFeed struct {
+	d      *Daemon
+	topics []config.ChangeTopic
+	opts   ingest.DebeziumOptions
+	// tables with events-fed indexes by name; fixed once run starts.
+	tables map[string]*eventsTable
+	// feeds[topic] are the tables the topic may feed: its bound table, or
+	// every events table for an unbound topic.
+	feeds  map[string][]*eventsTable
+	client *kgo.Client
+	// ranges[log][tp] is the staged range of each index, as last committed.
+	ranges map[string]map[staging.TopicPartition]staging.EventRange
+	// notes are the commit notifications read from the commit topic
+	// (events_notes.go).
+	notes *knownNotes
+	// staged and stagedBytes count the events committed to staging and
+	// their records' size, for MeasureChangeFeed.
+	staged, stagedBytes atomic.Int64
+}
+
+func newChangeFeed(d *Daemon, topics []config.ChangeTopic) *changeFeed {
+	return &changeFeed{d: d, topics: topics, opts: ingest.DebeziumOptions{DecimalHandling: d.cfg.Run.Kafka.DebeziumDecimalHandling},
+		tables: map[string]*eventsTable{}, feeds: map[string][]*eventsTable{},
+		ranges: map[string]map[staging.TopicPartition]staging.EventRange{}, notes: newKnownNotes()}
+}
+
+// tableFeed is the updater.EventFeed of one table.
+type tableFeed struct {
+	table  string
+	topics []string
+	ledger *ledger
+	notes  *knownNotes
+}
+
+func (f *tableFeed) Topics() []string { return f.topics }
+
+func (f *tableFeed) CommitOffsets(snapshotID int64) (map[staging.TopicPartition]int64, bool) {
+	if o, ok := f.notes.offsets(f.table, snapshotID); ok {
+		return o, true
+	}
+	return f.ledger.commitOffsets(f.table, snapshotID)
+}
+
+// topicsOf lists the change topics that may feed table name.
+func topicsOf(topics []config.ChangeTopic, name string) []string {
+	var out []string
+	for _, t := range topics {
+		if t.Table == "" || t.Table == name {
+			out = append(out, t.Topic)
+		}
+	}
+	return out
+}
+
+// setUp finds the events-fed indexes, loads their tables and the staged
+// ranges, and connects to the brokers; it retries until ctx ends, so a
+// catalog or broker that is down at start delays the feed, not the daemon.
+func (f *changeFeed) setUp(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		err := f.load(ctx)
+		if err == nil {
+			err = f.connect(ctx)
+		}
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		delay := retryDelay(attempt)
+		f.d.log.Warn("change feed cannot start; retrying", "err", err, "retry_in", delay.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (f *changeFeed) load(ctx context.Context) error {
+	clear(f.tables)
+	clear(f.feeds)
+	for name, ws := range f.d.byTable {
+		t := &eventsTable{name: name, id: ws[0].id}
+		for _, w := range ws {
+			md, _, err := f.d.indexes.Load(ctx, w.id, w.index)
+			if err != nil {
+				return fmt.Errorf("load index %s: %w", w.name(), err)
+			}
+			if indexdef.EventsFed(md) {
+				t.workers = append(t.workers, w)
+			}
+		}
+		if len(t.workers) == 0 {
+			continue
+		}
+		if len(topicsOf(f.topics, name)) == 0 {
+			f.d.log.Warn("events-fed indexes but no change topic for their table: they follow the table", "table", name)
+			continue
+		}
+		if err := f.refresh(ctx, t); err != nil {
+			return err
+		}
+		f.tables[name] = t
+	}
+	for _, ct := range f.topics {
+		for name, t := range f.tables {
+			if ct.Table == "" || ct.Table == name {
+				f.feeds[ct.Topic] = append(f.feeds[ct.Topic], t)
+			}
+		}
+	}
+	for _, t := range f.tables {
+		for _, ix := range t.codec.Load().indexes {
+			r, err := f.d.store.EventRanges(ix.log)
+			if err != nil {
+				return err
+			}
+			f.ranges[ix.log] = r
+		}
+	}
+	return nil
+}
+
+// refresh (re)builds t's codec from its table's current schema and index
+// definitions.
+func (f *changeFeed) refresh(ctx context.Context, t *eventsTable) error {
+	tbl, err := f.d.tables.LoadTable(ctx, t.id)
+	if err != nil {
+		return fmt.Errorf("load table %s: %w", t.name, err)
+	}
+	schema := tbl.Schema()
+	if c := t.codec.Load(); c != nil && c.schemaID == schema.ID {
+		return nil
+	}
+	c := &eventsCodec{schemaID: schema.ID, opts: f.opts}
+	var ids []int
+	for _, w := range t.workers {
+		md, _, err := f.d.indexes.Load(ctx, w.id, w.index)
+		if err != nil {
+			return fmt.Errorf("load index %s: %w", w.name(), err)
+		}
+		is, err := format.NewIndexSchema(md, schema)
+		if err != nil {
+			return fmt.Errorf("index %s: %w", w.name(), err)
+		}
+		c.indexes = append(c.indexes, eventsIndex{log: updater.EventLog(w.id, w.index), is: is})
+		ids = append(ids, is.SourceFieldIDs()...)
+	}
+	if c.cols, err = ingest.NewRowColumns(schema, ids); err != nil {
+		return fmt.Errorf("events of table %s: %w", t.name, err)
+	}
+	for _, ix := range c.indexes {
+		if _, err := ingest.NewEventEntries(ix.is, c.cols); err != nil {
+			return fmt.Errorf("events of table %s: %w", t.name, err)
+		}
+	}
+	t.codec.Store(c)
+	return nil
+}
+
+// connect finds the partitions of the change topics and starts reading
+// each where the staged ranges of the indexes it feeds end (the lowest of
+// them; events below an index's range end are not staged for it again).
+func (f *changeFeed) connect(ctx context.Context) error {
+	k := f.d.cfg.Run.Kafka
+	var topics []string
+	for _, ct := range f.topics {
+		if len(f.feeds[ct.Topic]) > 0 {
+			topics = append(topics, ct.Topic)
+		}
+	}
+	if len(topics) == 0 {
+		return nil
+	}
+	meta, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
+	}
+	defer meta.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	for _, topic := range append(topics, k.CommitTopic) {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, meta)
+	if err != nil {
+		return fmt.Errorf("read the partitions of the change topics: %w", err)
+	}
+	start := map[string]map[int32]kgo.Offset{}
+	for _, rt := range resp.Topics {
+		topic := *rt.Topic
+		if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
+			return fmt.Errorf("topic %s is not available (error code %d)", topic, rt.ErrorCode)
+		}
+		if topic == k.CommitTopic {
+			var parts []int32
+			for _, p := range rt.Partitions {
+				parts = append(parts, p.Partition)
+			}
+			if start[topic], err = commitTopicStart(ctx, meta, topic, k.Group, parts); err != nil {
+				return err
+			}
+			continue
+		}
+		start[topic] = map[int32]kgo.Offset{}
+		for _, p := range rt.Partitions {
+			tp := staging.TopicPartition{Topic: topic, Partition: p.Partition}
+			at := int64(-1)
+			for _, t := range f.feeds[topic] {
+				for _, ix := range t.codec.Load().indexes {
+					r, ok := f.ranges[ix.log][tp]
+					if !ok {
+						at = 0
+					} else if at < 0 || r.Through < at {
+						at = r.Through
+					}
+				}
+			}
+			start[topic][p.Partition] = kgo.NewOffset().At(max(at, 0))
+		}
+	}
+	client, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.ConsumePartitions(start),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation(),
+		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
+	if err != nil {
+		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
+	}
+	f.client = client
+	return nil
+}
+
+// close stops the consumer; what was fetched but not staged is read again
+// at the next start.
+func (f *changeFeed) close() {
+	if f.client != nil {
+		f.client.Close()
+	}
+}
+
+// chunk is a slice of a fetch's records, decoded by one decoder goroutine.
+type chunk struct {
+	recs []*kgo.Record
+	// out[i] is what record i gives.
+	out []recordResult
+	// arena holds the keys and values of the mutations.
+	arena []byte
+	muts  []stagedMutation
+	done  chan struct{}
+	last  bool // the last chunk of its fetch: the stager commits after it
+}
+
+// recordResult is the outcome of decoding one record.
+type recordResult struct {
+	table     *eventsTable // nil: the record feeds no table here
+	tombstone bool
+	err       error // the record goes to the dead-letter topic
+	schema    bool  // err is ErrUnknownColumn: try again with a fresh schema
+	muts      [2]int
+}
+
+// stagedMutation is a mutation in a chunk's arena.
+type stagedMutation struct {
+	log        string
+	offset     int64
+	seq        uint8
+	key, value [2]int // arena spans
+	count      int
+}
+
+const chunkRecords = 512
+
+// run consumes until ctx ends.
+func (f *changeFeed) run(ctx context.Context) error {
+	if err := f.setUp(ctx); err != nil || f.client == nil {
+		<-ctx.Done() // nothing to read: wait for the daemon to stop
+		return nil
+	}
+	f.d.log.Info("change feed started", "topics", topicNames(f.topics), "tables", len(f.tables))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan *chunk, 4)
+	ordered := make(chan *chunk, 16)
+	var wg sync.WaitGroup
+	for range max(runtime.GOMAXPROCS(0), 1) {
+		wg.Go(func() { f.decodeLoop(jobs) })
+	}
+	var stageErr error
+	stagerDone := make(chan struct{})
+	go func() {
+		defer close(stagerDone)
+		if stageErr = f.stageLoop(ctx, ordered); stageErr != nil {
+			cancel()
+			for c := range ordered { // let the poll loop finish its sends
+				<-c.done
+			}
+		}
+	}()
+	err := f.poll(ctx, jobs, ordered)
+	close(jobs)
+	close(ordered)
+	wg.Wait()
+	<-stagerDone
+	if stageErr != nil {
+		return stageErr
+	}
+	return err
+}
+
+// poll fetches records and hands them out in chunks until ctx ends.
+func (f *changeFeed) poll(ctx context.Context, jobs, ordered chan<- *chunk) error {
+	for {
+		fetches := f.client.PollFetches(ctx)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return nil
+		}
+		var fetchErr error
+		fetches.EachError(func(topic string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				f.d.log.Warn("fetching change events failed; retrying", "topic", topic, "partition", p, "err", err)
+				fetchErr = err
+			}
+		})
+		recs := f.takeNotifications(fetches.Records())
+		if len(recs) == 0 {
+			if fetchErr != nil {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		for i := 0; i < len(recs); i += chunkRecords {
+			c := newChunk(recs[i:min(i+chunkRecords, len(recs))], i+chunkRecords >= len(recs))
+			select {
+			case ordered <- c:
+			case <-ctx.Done():
+				return nil
+			}
+			select {
+			case jobs <- c:
+			case <-ctx.Done():
+				close(c.done)
+				return nil
+			}
+		}
+	}
+}
+
+// takeNotifications records the commit-topic records among recs, wakes
+// the events-fed workers of their tables, and returns the others.
+func (f *changeFeed) takeNotifications(recs []*kgo.Record) []*kgo.Record {
+	k := f.d.cfg.Run.Kafka
+	out := recs[:0]
+	for _, r := range recs {
+		if r.Topic != k.CommitTopic {
+			out = append(out, r)
+			continue
+		}
+		if t := f.tables[f.notes.record(r, k.CommitFormat)]; t != nil {
+			for _, w := range t.workers {
+				w.poke()
+			}
+		}
+	}
+	return out
+}
+
+// chunkBuffers keeps the buffers of staged chunks for the next ones.
+var chunkBuffers = sync.Pool{New: func() any { return &chunk{} }}
+
+// newChunk returns a chunk of recs with buffers from earlier chunks.
+func newChunk(recs []*kgo.Record, last bool) *chunk {
+	c := chunkBuffers.Get().(*chunk)
+	c.recs, c.last, c.done = recs, last, make(chan struct{})
+	c.arena, c.muts = c.arena[:0], c.muts[:0]
+	if cap(c.out) < len(recs) {
+		c.out = make([]recordResult, len(recs))
+	}
+	c.out = c.out[:len(recs)]
+	clear(c.out)
+	return c
+}
+
+// release hands a staged chunk's buffers back.
+func (c *chunk) release() {
+	c.recs = nil
+	chunkBuffers.Put(c)
+}
+
+// decodeLoop decodes chunks; each goroutine keeps decoders of its own.
+func (f *changeFeed) decodeLoop(jobs <-chan *chunk) {
+	dec := map[*eventsTable]*tableDecoder{}
+	for c := range jobs {
+		for i, r := range c.recs {
+			c.out[i] = f.decodeRecord(dec, c, r)
+		}
+		close(c.done)
+	}
+}
+
+// tableDecoder decodes one table's events in one goroutine.
+type tableDecoder struct {
+	codec   *eventsCodec
+	dec     *ingest.ChangeDecoder
+	entries []*ingest.EventEntries
+	ev      ingest.ChangeEvent
+	muts    []ingest.EventMutation
+}
+
+func newTableDecoder(c *eventsCodec) (*tableDecoder, error) {
+	td := &tableDecoder{codec: c}
+	var err error
+	if td.dec, err = ingest.NewChangeDecoder(c.cols, c.opts); err != nil {
+		return nil, err
+	}
+	for _, ix := range c.indexes {
+		ee, err := ingest.NewEventEntries(ix.is, c.cols)
+		if err != nil {
+			return nil, err
+		}
+		td.entries = append(td.entries, ee)
+	}
+	return td, nil
+}
+
+// route finds the table a record feeds: its topic's bound table, the table
+// a native event names, or the only events table.
+func (f *changeFeed) route(r *kgo.Record) (*eventsTable, error) {
+	feeds := f.feeds[r.Topic]
+	for _, ct := range f.topics {
+		if ct.Topic == r.Topic && ct.Table != "" {
+			if len(feeds) == 0 {
+				return nil, nil
+			}
+			if named := ingest.PeekTable(r.Value); named != "" && named != ct.Table {
+				return nil, fmt.Errorf("native event for table %s on change topic %s, which feeds %s", named, r.Topic, ct.Table)
+			}
+			return feeds[0], nil
+		}
+	}
+	if named := ingest.PeekTable(r.Value); named != "" {
+		return f.tables[named], nil // nil: a table with no events-fed index here
+	}
+	if len(f.tables) == 1 {
+		for _, t := range f.tables {
+			return t, nil
+		}
+	}
+	return nil, fmt.Errorf("change topic %s is bound to no table and the event names none: bind it with %s=NS.TABLE", r.Topic, r.Topic)
+}
+
+// decodeRecord decodes r and puts its mutations into c.
+func (f *changeFeed) decodeRecord(dec map[*eventsTable]*tableDecoder, c *chunk, r *kgo.Record) recordResult {
+	if len(r.Value) == 0 {
+		return recordResult{tombstone: true}
+	}
+	t, err := f.route(r)
+	if err != nil || t == nil {
+		return recordResult{err: err}
+	}
+	res := recordResult{table: t}
+	td := dec[t]
+	if cur := t.codec.Load(); td == nil || td.codec != cur {
+		if td, err = newTableDecoder(cur); err != nil {
+			res.err = err
+			return res
+		}
+		dec[t] = td
+	}
+	if err := td.dec.Decode(r.Value, &td.ev); err != nil {
+		if errors.Is(err, ingest.ErrTombstone) {
+			res.tombstone = true
+			return res
+		}
+		res.err, res.schema = err, errors.Is(err, ingest.ErrUnknownColumn)
+		return res
+	}
+	if td.ev.Table != "" && td.ev.Table != t.name {
+		res.err = fmt.Errorf("native event for table %s routed to table %s", td.ev.Table, t.name)
+		return res
+	}
+	res.muts[0] = len(c.muts)
+	for i, ee := range td.entries {
+		if td.muts, err = ee.Mutations(td.muts[:0], &td.ev); err != nil {
+			c.muts = c.muts[:res.muts[0]]
+			res.err = err
+			return res
+		}
+		for _, m := range td.muts {
+			sm := stagedMutation{log: td.codec.indexes[i].log, offset: r.Offset, seq: m.Seq, count: m.Count}
+			sm.key = [2]int{len(c.arena), len(c.arena) + len(m.Key)}
+			c.arena = append(c.arena, m.Key...)
+			sm.value = [2]int{len(c.arena), len(c.arena) + len(m.Value)}
+			c.arena = append(c.arena, m.Value...)
+			c.muts = append(c.muts, sm)
+		}
+	}
+	res.muts[1] = len(c.muts)
+	return res
+}
+
+// stageLoop stages the chunks in fetch order and commits after the last
+// chunk of each fetch.
+func (f *changeFeed) stageLoop(ctx context.Context, ordered <-chan *chunk) error {
+	batch := f.d.store.NewEventBatch()
+	defer batch.Close()
+	pending := map[string]map[staging.TopicPartition]staging.EventRange{} // ranges to write with the batch
+	var dead []*kgo.Record
+	staged, stagedBytes, tombstones := 0, 0, 0
+	touched := map[*eventsTable]bool{}
+	for c := range ordered {
+		<-c.done
+		if ctx.Err() != nil {
+			continue // drain: nothing more is committed
+		}
+		for i, r := range c.recs {
+			res := c.out[i]
+			if res.schema {
+				res = f.retryWithFreshSchema(ctx, c, r, res)
+			}
+			tp := staging.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+			switch {
+			case res.tombstone:
+				tombstones++
+			case res.err != nil:
+				dead = append(dead, f.deadLetter(r, res.err))
+			case res.table != nil:
+				touched[res.table] = true
+				for _, m := range c.muts[res.muts[0]:res.muts[1]] {
+					if rg, ok := f.ranges[m.log][tp]; ok && m.offset < rg.Through {
+						continue // staged for this index before a restart
+					}
+					if err := batch.Add(m.log, tp, m.offset, m.seq, c.arena[m.key[0]:m.key[1]], c.arena[m.value[0]:m.value[1]], m.count); err != nil {
+						return f.fail(err)
+					}
+				}
+				staged++
+				stagedBytes += len(r.Value)
+			}
+			f.advance(pending, tp, r.Offset)
+		}
+		last := c.last
+		c.release() // the batch holds copies of what it staged
+		if !last {
+			continue
+		}
+		if len(dead) > 0 && !f.sendDeadLetters(ctx, dead) {
+			continue // shutting down: the fetch is read again at the next start
+		}
+		for log, tps := range pending {
+			for tp, rg := range tps {
+				if err := batch.SetRange(log, tp, rg); err != nil {
+					return f.fail(err)
+				}
+			}
+		}
+		if err := f.commit(ctx, batch); err != nil {
+			return f.fail(err)
+		}
+		for log, tps := range pending {
+			for tp, rg := range tps {
+				if f.ranges[log] == nil {
+					f.ranges[log] = map[staging.TopicPartition]staging.EventRange{}
+				}
+				f.ranges[log][tp] = rg
+			}
+		}
+		clear(pending)
+		f.d.metrics.eventsStaged.Add(float64(staged))
+		f.staged.Add(int64(staged))
+		f.stagedBytes.Add(int64(stagedBytes))
+		f.d.metrics.eventTombstones.Add(float64(tombstones))
+		f.d.metrics.eventsDeadLettered.Add(float64(len(dead)))
+		staged, stagedBytes, tombstones, dead = 0, 0, 0, nil
+		for t := range touched {
+			for _, w := range t.workers {
+				w.poke()
+			}
+		}
+		clear(touched)
+	}
+	return nil
+}
+
+// advance extends the staged range of every index tp feeds past offset.
+func (f *changeFeed) advance(pending map[string]map[staging.TopicPartition]staging.EventRange, tp staging.TopicPartition, offset int64) {
+	for _, t := range f.feeds[tp.Topic] {
+		for _, ix := range t.codec.Load().indexes {
+			p := pending[ix.log]
+			if p == nil {
+				p = map[staging.TopicPartition]staging.EventRange{}
+				pending[ix.log] = p
+			}
+			rg, ok := p[tp]
+			if !ok {
+				rg, ok = f.ranges[ix.log][tp]
+			}
+			switch {
+			case !ok:
+				rg = staging.EventRange{From: offset, Through: offset + 1}
+			case offset > rg.Through:
+				// Offsets the broker no longer has (retention) or never
+				// had (compaction, transaction markers): the index cannot
+				// tell which, so its position, if before here, is lost.
+				f.d.log.Warn("change topic skipped offsets; an index whose position is before them is rebuilt from the table",
+					"topic", tp.Topic, "partition", tp.Partition, "from", rg.Through, "to", offset)
+				rg = staging.EventRange{From: offset, Through: offset + 1}
+			default:
+				rg.Through = max(rg.Through, offset+1)
+			}
+			p[tp] = rg
+		}
+	}
+}
+
+// commit writes the batch, retrying while the staging disk is full.
+func (f *changeFeed) commit(ctx context.Context, batch *staging.EventBatch) error {
+	for attempt := 1; ; attempt++ {
+		err := batch.Commit()
+		if !errors.Is(err, staging.ErrDiskFull) {
+			return err
+		}
+		delay := retryDelay(attempt)
+		f.d.log.Warn("staging disk is full: change events wait", "err", err, "retry_in", delay.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(delay):
+		}
+	}
+}
+
+func (f *changeFeed) fail(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	f.d.log.Error("change feed stopped: staging failed; restart the daemon", "err", err)
+	return err
+}
+
+// retryWithFreshSchema decodes record r of chunk c, which named a column
+// the table's schema lacked, again after reloading the schema: the table
+// may have changed since the decoders were built. The stager owns c by
+// now, so the new mutations go to its end.
+func (f *changeFeed) retryWithFreshSchema(ctx context.Context, c *chunk, r *kgo.Record, res recordResult) recordResult {
+	if err := f.refresh(ctx, res.table); err != nil {
+		f.d.log.Warn("reload the table schema for change events", "table", res.table.name, "err", err)
+		return res
+	}
+	return f.decodeRecord(map[*eventsTable]*tableDecoder{}, c, r)
+}
+
+// deadLetter is the dead-letter record of a change event: the record as it
+// was, with the reason and its origin in headers.
+func (f *changeFeed) deadLetter(r *kgo.Record, reason error) *kgo.Record {
+	f.d.log.Warn("change event sent to the dead-letter topic", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason)
+	return &kgo.Record{Topic: r.Topic + ".dlq", Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
+		{Key: HeaderError, Value: []byte(reason.Error())},
+		{Key: HeaderSource, Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)},
+	}}
+}
+
+// sendDeadLetters writes dead letters before the positions past them are
+// committed, retrying until it succeeds or ctx ends (false).
+func (f *changeFeed) sendDeadLetters(ctx context.Context, recs []*kgo.Record) bool {
+	for attempt := 1; ; attempt++ {
+		err := f.client.ProduceSync(ctx, recs...).FirstErr()
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		delay := retryDelay(attempt)
+		f.d.log.Warn("write to the change dead-letter topic failed; retrying", "err", err, "retry_in", delay.Round(time.Millisecond))
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+	}
+}
+
+// topicNames lists the change topics, for logs.
+func topicNames(topics []config.ChangeTopic) string {
+	var out []string
+	for _, t := range topics {
+		out = append(out, t.Topic)
+	}
+	slices.Sort(out)
+	return strings.Join(out, ",")
+}

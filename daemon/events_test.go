@@ -1,0 +1,257 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+const changeTopic = "orders-cdc"
+
+// changeFeed writes a change topic as a CDC source does, keyed by row id,
+// and knows the offset each partition will give the next record.
+type eventWriter struct {
+	h     *harness
+	topic string
+	next  []int64 // next offset by partition
+}
+
+// newEventWriter creates the change topic with partitions partitions and
+// binds it to test.orders in the daemon's configuration.
+func newEventWriter(h *harness, partitions int) *eventWriter {
+	h.t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = changeTopic, int32(partitions), 1
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), h.producer)
+	if err != nil || resp.Topics[0].ErrorCode != 0 {
+		h.t.Fatalf("create %s: %v %+v", changeTopic, err, resp)
+	}
+	h.cfg.Run.Kafka.ChangeTopics = []string{changeTopic + "=test.orders"}
+	return &eventWriter{h: h, topic: changeTopic, next: make([]int64, partitions)}
+}
+
+func (w *eventWriter) partition(id int64) int32 { return int32(id % int64(len(w.next))) }
+
+// write produces events, checking that each lands where expected.
+func (w *eventWriter) write(events []testtables.CDCEvent) {
+	w.h.t.Helper()
+	for _, ev := range events {
+		p := w.partition(ev.ID)
+		r, err := w.h.producer.ProduceSync(context.Background(), &kgo.Record{Topic: w.topic, Partition: p, Key: ev.Key, Value: ev.Value}).First()
+		if err != nil {
+			w.h.t.Fatal(err)
+		}
+		if r.Offset != w.next[p] {
+			w.h.t.Fatalf("event landed at %s/%d/%d, want offset %d", w.topic, p, r.Offset, w.next[p])
+		}
+		w.next[p]++
+	}
+}
+
+// writeRaw produces one record on partition p as it is.
+func (w *eventWriter) writeRaw(p int32, value []byte) {
+	w.h.t.Helper()
+	if err := w.h.producer.ProduceSync(context.Background(), &kgo.Record{Topic: w.topic, Partition: p, Value: value}).FirstErr(); err != nil {
+		w.h.t.Fatal(err)
+	}
+	w.next[p]++
+}
+
+// offsetsAfter is the "offsets" of a commit notification once events are
+// written: per partition the next offset.
+func (w *eventWriter) offsetsAfter(events []testtables.CDCEvent) string {
+	next := append([]int64{}, w.next...)
+	for _, ev := range events {
+		next[w.partition(ev.ID)]++
+	}
+	var parts []string
+	for p, off := range next {
+		parts = append(parts, fmt.Sprintf("%q:%d", strconv.Itoa(p), off))
+	}
+	return fmt.Sprintf(`{%q:{%s}}`, w.topic, strings.Join(parts, ","))
+}
+
+// notifyWith produces the native notification of snap with offsets.
+func (h *harness) notifyWith(snap *table.Snapshot, offsets string) {
+	h.t.Helper()
+	v := fmt.Sprintf(`{"table":"test.orders","snapshot-id":%d,"sequence-number":%d,"offsets":%s}`, snap.SnapshotID, snap.SequenceNumber, offsets)
+	if err := h.producer.ProduceSync(context.Background(), &kgo.Record{Topic: commitTopic, Value: []byte(v)}).FirstErr(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// startCDC starts a CDC pipeline on the harness's table. JSON cannot carry
+// the sign of a NaN (Debezium writes "NaN" for both), so a pipeline's table
+// never holds a negative NaN: the fixture rows that do are deleted first.
+func startCDC(h *harness, seed uint64) *testtables.CDC {
+	h.t.Helper()
+	var keep [][]any
+	var drop [][]any
+	for _, row := range testtables.OrderRows(0, 50, 0) {
+		if f, ok := row[3].(float64); ok && math.IsNaN(f) && math.Signbit(f) {
+			drop = append(drop, []any{row[0]})
+			continue
+		}
+		keep = append(keep, row)
+	}
+	h.tbl = testtables.AddEqualityDeletes(h.t, h.tbl, []int{1}, drop...)
+	return testtables.NewCDC(seed, "test.orders", keep)
+}
+
+// checkOnePerSnapshot checks that index has one snapshot for every source
+// snapshot from the first it indexed to the table's current one, in order.
+func (h *harness) checkOnePerSnapshot(index string) {
+	h.t.Helper()
+	var all []int64
+	for _, s := range h.tbl.Metadata().Snapshots() {
+		all = append(all, s.SnapshotID)
+	}
+	snaps := h.snapshots(index)
+	first := -1
+	for i, id := range all {
+		if id == snaps[0].SourceTableSnapshotID {
+			first = i
+		}
+	}
+	if first < 0 || len(all)-first != len(snaps) {
+		h.t.Fatalf("index %s has %d snapshots for %d source snapshots from its first", index, len(snaps), len(all)-first)
+	}
+	for i, s := range snaps {
+		if s.SourceTableSnapshotID != all[first+i] {
+			h.t.Errorf("index %s snapshot %d is for source %d, want %d", index, i, s.SourceTableSnapshotID, all[first+i])
+		}
+	}
+}
+
+// TestEventsFedIndexFollowsTheTable: two events-fed indexes stay exactly
+// equal to their table (every index snapshot verifies) across 30 commits of
+// inserts, updates that move rows to other clustering keys, deletes and
+// tombstones, written by a CDC pipeline as Debezium envelopes with and
+// without schema and as native events, with commit notifications that
+// carry the offsets. Events arrive before their notification and after it.
+// The table is read once, for the first build: no other full build and no
+// equality delete resolved by reading data files.
+func TestEventsFedIndexFollowsTheTable(t *testing.T) {
+	h := newHarness(t, 1, "ev_customer", "ev_name")
+	w := newEventWriter(h, 2)
+	cdc := startCDC(h, 7)
+	h.notifyWith(h.tbl.CurrentSnapshot(), w.offsetsAfter(nil)) // the initial rows came before any event
+	d := h.start(nil)
+	r := rand.New(rand.NewPCG(1, 2))
+	forms := []testtables.EventForm{testtables.Debezium, testtables.DebeziumSchema, testtables.Native}
+	var held func() // a notification held back until the next commit's events are written
+	for i := range 30 {
+		var events []testtables.CDCEvent
+		h.tbl, events = cdc.Commit(t, h.tbl, 1+r.IntN(8), forms[i%3])
+		snap := h.tbl.CurrentSnapshot()
+		offsets := w.offsetsAfter(events)
+		switch i % 3 {
+		case 0: // events, then the notification
+			w.write(events)
+			h.notifyWith(snap, offsets)
+		case 1: // the notification first: it waits for its events
+			h.notifyWith(snap, offsets)
+			w.write(events)
+		case 2: // the events of the next commit come before this notification
+			w.write(events)
+			held = func() { h.notifyWith(snap, offsets) }
+			continue
+		}
+		if held != nil {
+			held()
+			held = nil
+		}
+	}
+	if held != nil {
+		held()
+	}
+	last := h.tbl.CurrentSnapshot().SnapshotID
+	for _, index := range []string{"ev_customer", "ev_name"} {
+		h.waitIndexed(index, last)
+		h.verifyAll(index)
+		h.checkOnePerSnapshot(index)
+	}
+	_, body := d.get(t, "/metrics")
+	for sample, want := range map[string]string{
+		`streamidx_compactor_full_builds_total{index="ev_customer",table="test.orders"}`:                  "1",
+		`streamidx_compactor_full_builds_total{index="ev_name",table="test.orders"}`:                      "1",
+		`streamidx_ingest_equality_delete_slow_path_files_total{index="ev_customer",table="test.orders"}`: "0",
+		`streamidx_ingest_events_dead_lettered_total`:                                                     "0",
+	} {
+		if got, err := metric(body, sample); err != nil || got != want {
+			t.Errorf("%s = %q (%v), want %s\n%s", sample, got, err, want, grepLines(h.logs.String(), "table"))
+		}
+	}
+	if got, _ := metric(body, "streamidx_ingest_event_tombstones_total"); got == "0" || got == "" {
+		t.Errorf("no tombstone counted: %q", got)
+	}
+}
+
+// TestMalformedEventsGoToDeadLetters: records that cannot be decoded or do
+// not fit the table, in the middle of a commit's events, go to the change
+// topic's dead-letter topic with the reason and their origin, are counted,
+// and every event after them is indexed.
+func TestMalformedEventsGoToDeadLetters(t *testing.T) {
+	h := newHarness(t, 1, "ev_customer")
+	w := newEventWriter(h, 1)
+	cdc := startCDC(h, 3)
+	h.notifyWith(h.tbl.CurrentSnapshot(), w.offsetsAfter(nil))
+	d := h.start(nil)
+	var events []testtables.CDCEvent
+	h.tbl, events = cdc.Commit(t, h.tbl, 12, testtables.Debezium)
+	half := len(events) / 2
+	w.write(events[:half])
+	bad := []struct{ value, reason string }{
+		{`{"before":null,"after":{"id":900,`, "malformed JSON"},
+		{`{"op":"c","after":{"id":901,"customer_id":1,"name":"x","score":1,"ts":1,"amount":"AA==","colour":"red"}}`, "column not in the table schema: colour"},
+		{`{"op":"u","before":{"id":3},"after":{"id":3,"customer_id":1,"name":"x","score":1,"ts":1,"amount":"AA=="}}`, "before image"},
+		{`{"op":"t","source":{"table":"orders"}}`, "truncate"},
+	}
+	for _, b := range bad {
+		w.writeRaw(0, []byte(b.value))
+	}
+	w.write(events[half:])
+	h.notifyWith(h.tbl.CurrentSnapshot(), w.offsetsAfter(nil))
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+	h.verifyAll("ev_customer")
+
+	dl := h.deadLettersOf(changeTopic + ".dlq")
+	if len(dl) != len(bad) {
+		t.Fatalf("%d dead letters, want %d", len(dl), len(bad))
+	}
+	for i, r := range dl {
+		reason, source := header(r, HeaderError), header(r, HeaderSource)
+		if !strings.Contains(reason, bad[i].reason) {
+			t.Errorf("dead letter %d: reason %q, want it to say %q", i, reason, bad[i].reason)
+		}
+		if want := fmt.Sprintf("%s/0/%d", changeTopic, half+i); source != want || string(r.Value) != bad[i].value {
+			t.Errorf("dead letter %d: source %q value %q, want %s and the record as it was", i, source, r.Value, want)
+		}
+	}
+	_, body := d.get(t, "/metrics")
+	if got, _ := metric(body, "streamidx_ingest_events_dead_lettered_total"); got != strconv.Itoa(len(bad)) {
+		t.Errorf("dead-lettered count %q, want %d", got, len(bad))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) && !strings.Contains(l, "level=DEBUG") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,271 @@
+package staging
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Change events are staged as they arrive, before the commit that covers
+// them is known: per index, each event's entry mutations under its topic,
+// partition and offset, and per index and partition the range of offsets
+// staged so far. A commit notification later names the offsets its commit
+// covers, and the mutations between the offsets of the index's last commit
+// and those are moved into an ordinary stage (Stager) that is sealed and
+// merged like a table delta.
+//
+// Layout:
+//
+//	0x03 | index | 0x00 | topic | 0x00 | partition (4 bytes) | offset (8 bytes) | seq (1 byte)
+//	    -> count (varint) | entry key length (uvarint) | entry key | entry value
+//	0x04 | index | 0x00 | topic | 0x00 | partition (4 bytes)  ->  from (8 bytes) | through (8 bytes)
+//
+// An event is keyed by where it was read, so staging it again after a crash
+// writes the same keys: redelivery never doubles a mutation. The range
+// record is written in the same batch as the events it covers, so after a
+// crash it says exactly what survived, and the feed resumes there.
+
+const (
+	spaceEvent      byte = 0x03
+	spaceEventRange byte = 0x04
+)
+
+// TopicPartition names a partition of a change topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s/%d", tp.Topic, tp.Partition) }
+
+// EventRange is the span of a partition's offsets whose events are staged
+// for an index: From is the first offset the feed read, Through the next
+// offset to read (every event in between is staged, or was trimmed after an
+// index commit covered it).
+type EventRange struct {
+	From, Through int64
+}
+
+func checkTopic(tp TopicPartition) error {
+	for i := 0; i < len(tp.Topic); i++ {
+		if tp.Topic[i] == 0 {
+			return fmt.Errorf("topic %q: must not hold NUL bytes", tp.Topic)
+		}
+	}
+	if tp.Topic == "" || tp.Partition < 0 {
+		return fmt.Errorf("topic partition %s: want a topic and a partition >= 0", tp)
+	}
+	return nil
+}
+
+func eventPartitionPrefix(space byte, index string, tp TopicPartition) []byte {
+	k := make([]byte, 0, len(index)+len(tp.Topic)+16)
+	k = append(k, space)
+	k = append(k, index...)
+	k = append(k, 0)
+	k = append(k, tp.Topic...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint32(k, uint32(tp.Partition))
+}
+
+func appendEventKey(dst []byte, index string, tp TopicPartition, offset int64, seq uint8) []byte {
+	dst = append(dst, spaceEvent)
+	dst = append(dst, index...)
+	dst = append(dst, 0)
+	dst = append(dst, tp.Topic...)
+	dst = append(dst, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(tp.Partition))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(offset))
+	return append(dst, seq)
+}
+
+// EventBatch stages change-event mutations of any number of indexes and the
+// ranges they reach, written at once by Commit. It belongs to one goroutine.
+type EventBatch struct {
+	s        *Store
+	b        *pebble.Batch
+	key, val []byte
+	events   int
+}
+
+// NewEventBatch starts a batch of change events.
+func (s *Store) NewEventBatch() *EventBatch {
+	return &EventBatch{s: s, b: s.db.NewBatch()}
+}
+
+// Add stages one mutation of the event at offset of tp for index: count
+// copies of an entry (format.EntryCodec key and value; negative removes).
+// seq tells the mutations of one event apart (an update's removal and
+// addition); staging the same (tp, offset, seq) again replaces it.
+func (b *EventBatch) Add(index string, tp TopicPartition, offset int64, seq uint8, entryKey, entryValue []byte, count int) error {
+	if err := checkIndex(index); err != nil {
+		return err
+	}
+	if err := checkTopic(tp); err != nil {
+		return err
+	}
+	if offset < 0 {
+		return fmt.Errorf("stage event of %s at offset %d: negative offset", tp, offset)
+	}
+	b.key = appendEventKey(b.key[:0], index, tp, offset, seq)
+	b.val = binary.AppendUvarint(binary.AppendVarint(b.val[:0], int64(count)), uint64(len(entryKey)))
+	b.val = append(append(b.val, entryKey...), entryValue...)
+	if err := b.b.Set(b.key, b.val, nil); err != nil {
+		return fmt.Errorf("stage event of %s at offset %d: %w", tp, offset, err)
+	}
+	b.events++
+	return nil
+}
+
+// SetRange records the staged range of tp for index, with the events of the
+// batch.
+func (b *EventBatch) SetRange(index string, tp TopicPartition, r EventRange) error {
+	if err := checkIndex(index); err != nil {
+		return err
+	}
+	if err := checkTopic(tp); err != nil {
+		return err
+	}
+	if r.From < 0 || r.Through < r.From {
+		return fmt.Errorf("event range of %s: [%d, %d) is not a range", tp, r.From, r.Through)
+	}
+	v := binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(r.From)), uint64(r.Through))
+	if err := b.b.Set(eventPartitionPrefix(spaceEventRange, index, tp), v, nil); err != nil {
+		return fmt.Errorf("record event range of %s: %w", tp, err)
+	}
+	return nil
+}
+
+// Len is the number of mutations added.
+func (b *EventBatch) Len() int { return b.events }
+
+// Commit writes the batch without waiting for the disk: the events and the
+// ranges reach the disk together or not at all, and a seal that follows
+// them (synced) takes them along, since Pebble's log is replayed in order.
+// It fails with ErrDiskFull like every write of the store. The batch is
+// empty afterwards and can be reused.
+func (b *EventBatch) Commit() error {
+	if b.s.closed.Load() {
+		return ErrStoreClosed
+	}
+	if b.b.Empty() {
+		return nil
+	}
+	if err := b.s.room(); err != nil {
+		return fmt.Errorf("stage events: %w", err)
+	}
+	if err := b.b.Commit(pebble.NoSync); err != nil {
+		return fmt.Errorf("stage events: %w", err)
+	}
+	b.b.Reset()
+	b.events = 0
+	return nil
+}
+
+// Close releases the batch, dropping what was not committed.
+func (b *EventBatch) Close() { _ = b.b.Close() }
+
+// EventRanges returns the staged ranges of every partition for index.
+func (s *Store) EventRanges(index string) (map[TopicPartition]EventRange, error) {
+	if err := checkIndex(index); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, ErrStoreClosed
+	}
+	prefix := indexPrefix(spaceEventRange, index)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, fmt.Errorf("read event ranges of %s: %w", index, err)
+	}
+	out := map[TopicPartition]EventRange{}
+	for it.First(); it.Valid(); it.Next() {
+		rest := it.Key()[len(prefix):]
+		v, err := it.ValueAndErr()
+		if err == nil && (len(rest) < 5 || rest[len(rest)-5] != 0 || len(v) != 16) {
+			err = fmt.Errorf("malformed event range record %x", it.Key())
+		}
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("read event ranges of %s: %w", index, err), it.Close())
+		}
+		tp := TopicPartition{Topic: string(rest[:len(rest)-5]), Partition: int32(binary.BigEndian.Uint32(rest[len(rest)-4:]))}
+		out[tp] = EventRange{From: int64(binary.BigEndian.Uint64(v)), Through: int64(binary.BigEndian.Uint64(v[8:]))}
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("read event ranges of %s: %w", index, err)
+	}
+	return out, nil
+}
+
+// IterateEvents calls fn with the staged mutations of index read from tp at
+// offsets from <= offset < to, in offset order.
+func (s *Store) IterateEvents(index string, tp TopicPartition, from, to int64, fn func(entryKey, entryValue []byte, count int) error) error {
+	if err := checkIndex(index); err != nil {
+		return err
+	}
+	if err := checkTopic(tp); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrStoreClosed
+	}
+	if from < 0 || to <= from {
+		return nil
+	}
+	lower := appendEventKey(nil, index, tp, from, 0)
+	upper := appendEventKey(nil, index, tp, to, 0)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("read staged events of %s %s: %w", index, tp, err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return errors.Join(fmt.Errorf("read staged events of %s %s: %w", index, tp, err), it.Close())
+		}
+		count, n := binary.Varint(v)
+		keyLen, m := uint64(0), 0
+		if n > 0 {
+			keyLen, m = binary.Uvarint(v[n:])
+		}
+		if n <= 0 || m <= 0 || keyLen > uint64(len(v)-n-m) {
+			return errors.Join(fmt.Errorf("read staged events of %s %s: malformed event record %x", index, tp, it.Key()), it.Close())
+		}
+		body := v[n+m:]
+		if err := fn(body[:keyLen], body[keyLen:], int(count)); err != nil {
+			return errors.Join(err, it.Close())
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("read staged events of %s %s: %w", index, tp, err)
+	}
+	return nil
+}
+
+// TrimEvents removes the staged events of index read from tp below offset
+// below: an index commit covers them.
+func (s *Store) TrimEvents(index string, tp TopicPartition, below int64) error {
+	if err := checkIndex(index); err != nil {
+		return err
+	}
+	if err := checkTopic(tp); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return ErrStoreClosed
+	}
+	if below <= 0 {
+		return nil
+	}
+	if err := s.room(); err != nil {
+		return fmt.Errorf("trim staged events of %s %s: %w", index, tp, err)
+	}
+	start := eventPartitionPrefix(spaceEvent, index, tp)
+	end := appendEventKey(nil, index, tp, below, 0)
+	if err := s.db.DeleteRange(start, end, pebble.NoSync); err != nil {
+		return fmt.Errorf("trim staged events of %s %s: %w", index, tp, err)
+	}
+	return nil
+}
