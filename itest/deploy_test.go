@@ -17,18 +17,6 @@ import (
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
-// notMergedYet are metrics the Grafana dashboard shows for features being
-// built on other branches when the dashboard was written. THE LEAD EMPTIES
-// THIS LIST once those branches are merged: from then on the test fails
-// for a name here that the daemon exports, and for a dashboard query of a
-// name the daemon does not export.
-var notMergedYet = map[string]string{
-	"streamidx_rewrite_equality_files_removed_total": "rewrite-deletes (issue 11)",
-	"streamidx_rewrite_positions_total":              "rewrite-deletes (issue 11)",
-	"streamidx_rewrite_commits_total":                "rewrite-deletes (issue 11)",
-	"streamidx_ingest_events_dead_lettered_total":    "change events (issue 12)",
-}
-
 // TestDashboardQueriesExportedMetrics checks that every metric the Grafana
 // dashboard of the deployment stack queries is one the daemon registers.
 func TestDashboardQueriesExportedMetrics(t *testing.T) {
@@ -64,17 +52,8 @@ func TestDashboardQueriesExportedMetrics(t *testing.T) {
 				if exported[name] || exported[histogramBase(name)] {
 					continue
 				}
-				if feature, ok := notMergedYet[name]; ok {
-					t.Logf("panel %q: %s is not exported on this branch (%s, not merged yet)", p.Title, name, feature)
-					continue
-				}
 				t.Errorf("panel %q: query %q uses %s, which the daemon does not export", p.Title, target.Expr, name)
 			}
-		}
-	}
-	for name, feature := range notMergedYet {
-		if exported[name] {
-			t.Errorf("%s (%s) is exported now: remove it from notMergedYet", name, feature)
 		}
 	}
 	// The panels the deployment stack promises.

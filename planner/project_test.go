@@ -20,7 +20,7 @@ func resolveFor(t *testing.T, def, where string) *resolved {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := d.Resolve(testtables.OrdersSchema, "t", "/idx")
+	md, err := d.Resolve(testtables.OrdersSchema, "t", "file:///idx")
 	if err != nil {
 		t.Fatal(err)
 	}
