@@ -111,14 +111,14 @@ func TestDefinitionErrors(t *testing.T) {
 	for in, want := range cases {
 		d, err := Parse([]byte(in))
 		if err == nil {
-			_, err = d.Resolve(ordersSchema(), "u", "/i")
+			_, err = d.Resolve(ordersSchema(), "u", "file:///i")
 		}
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: want error containing %q, got %v", in, want, err)
 		}
 	}
 	d, _ := Parse([]byte(`{"name":"x","identity":["customer_id"],"cluster":["bucket(16, total_cents)"]}`))
-	if _, err := d.Resolve(ordersSchema(), "u", "/i"); !errors.Is(err, format.ErrClusterSource) {
+	if _, err := d.Resolve(ordersSchema(), "u", "file:///i"); !errors.Is(err, format.ErrClusterSource) {
 		t.Errorf("cluster expression over a non-identity column: want ErrClusterSource, got %v", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestSourceEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, err := d.Resolve(ordersSchema(), "u", "/i")
+	md, err := d.Resolve(ordersSchema(), "u", "file:///i")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,17 +157,17 @@ func TestSourceEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = d.Resolve(ordersSchema(), "u", "/i")
+		_, err = d.Resolve(ordersSchema(), "u", "file:///i")
 		if err == nil || !strings.Contains(err.Error(), "source: events cannot feed "+field) || !strings.Contains(err.Error(), "not where the row") {
 			t.Errorf("%s: %v", field, err)
 		}
 	}
 	d, _ = Parse([]byte(`{"name":"x","source":"kafka","identity":["order_id"],"cluster":["order_id"]}`))
-	if _, err := d.Resolve(ordersSchema(), "u", "/i"); err == nil || !strings.Contains(err.Error(), "want table or events") {
+	if _, err := d.Resolve(ordersSchema(), "u", "file:///i"); err == nil || !strings.Contains(err.Error(), "want table or events") {
 		t.Errorf("source kafka: %v", err)
 	}
 	d, _ = Parse([]byte(`{"name":"x","identity":["order_id"],"materialized":["_file","_pos"],"cluster":["order_id"]}`))
-	md, err = d.Resolve(ordersSchema(), "u", "/i")
+	md, err = d.Resolve(ordersSchema(), "u", "file:///i")
 	if err != nil || EventsFed(md) {
 		t.Errorf("default source: %v, events-fed %v", err, md != nil && EventsFed(md))
 	}
