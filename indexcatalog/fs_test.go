@@ -106,7 +106,11 @@ func TestFSListSkipsDirectoriesWithoutVersions(t *testing.T) {
 	if _, err := cat.Create(ctx, orders, "idx", newIndex("")); err != nil {
 		t.Fatal(err)
 	}
-	stray := filepath.Join(cat.root, "sales", "orders", "indexes", "stray", "metadata")
+	root, ok := strings.CutPrefix(cat.root, "file://")
+	if !ok {
+		t.Fatalf("the catalog's root %q is not a local file URI", cat.root)
+	}
+	stray := filepath.Join(root, "sales", "orders", "indexes", "stray", "metadata")
 	if err := os.MkdirAll(stray, 0o755); err != nil {
 		t.Fatal(err)
 	}
