@@ -25,7 +25,6 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
-	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/internal/verify"
 )
@@ -64,15 +63,7 @@ func newHarness(t *testing.T, partitions int, indexNames ...string) *harness {
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
-	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ic, err := indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ic := testtables.IndexCatalog(t, warehouse)
 	h := &harness{t: t, cat: cat, indexes: ic, tbl: tbl, logs: &syncBuffer{}}
 	h.cfg = config.Default()
 	h.cfg.Catalog.URI = "sqlite://" + filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db")
@@ -86,20 +77,11 @@ func newHarness(t *testing.T, partitions int, indexNames ...string) *harness {
 		t.Fatal(err)
 	}
 	for _, name := range indexNames {
-		def, err := indexdef.Parse([]byte(definitions[name]))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), tbl.Location()+"/indexes/"+name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ic.Create(context.Background(), tbl.Identifier(), name, md); err != nil {
-			t.Fatal(err)
-		}
+		testtables.CreateIndexes(t, ic, tbl, definitions[name])
 		h.cfg.Run.Indexes = append(h.cfg.Run.Indexes, config.IndexRef{Table: "test.orders", Index: name})
 	}
 	if partitions > 0 {
+		var err error
 		h.cluster, err = kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(int32(partitions), commitTopic))
 		if err != nil {
 			t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,7 +18,6 @@ import (
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
-	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/internal/verify"
 	"github.com/streamidx/streamidx/staging"
@@ -46,28 +44,8 @@ func newEnv(t *testing.T, formatVersion int) *env {
 	t.Helper()
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: formatVersion, RowGroupRows: 16})
-	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ic, err := indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range definitions {
-		def, err := indexdef.Parse([]byte(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), tbl.Location()+"/indexes/"+def.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ic.Create(context.Background(), tbl.Identifier(), def.Name, md); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ic := testtables.IndexCatalog(t, warehouse)
+	testtables.CreateIndexes(t, ic, tbl, definitions...)
 	store, err := staging.OpenStore(t.TempDir(), staging.StoreOptions{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

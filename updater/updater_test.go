@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/indexcatalog"
-	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/internal/verify"
 	"github.com/streamidx/streamidx/staging"
@@ -40,28 +37,8 @@ var testDefinitions = []string{
 func newEnv(t *testing.T, formatVersion int) *env {
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: formatVersion, RowGroupRows: 8})
-	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ic, err := indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range testDefinitions {
-		def, err := indexdef.Parse([]byte(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), tbl.Location()+"/indexes/"+def.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ic.Create(context.Background(), tbl.Identifier(), def.Name, md); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ic := testtables.IndexCatalog(t, warehouse)
+	testtables.CreateIndexes(t, ic, tbl, testDefinitions...)
 	store, err := staging.OpenStore(t.TempDir(), staging.StoreOptions{NoSync: true})
 	if err != nil {
 		t.Fatal(err)

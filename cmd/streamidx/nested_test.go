@@ -16,7 +16,6 @@ import (
 
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
@@ -127,15 +126,7 @@ func TestVerifyTablesWithNestedColumns(t *testing.T) {
 
 	// A range file of by_x without one of its entries must still be found.
 	ctx := context.Background()
-	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ic, err := indexcatalog.NewSQL(ctx, db, indexcatalog.DialectSQLite, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ic := testtables.IndexCatalog(t, warehouse)
 	ident := []string{"test", "nested"}
 	md, _, err := ic.Load(ctx, ident, "by_x")
 	if err != nil {

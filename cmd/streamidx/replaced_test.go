@@ -46,15 +46,7 @@ func warehouseFiles(t *testing.T, warehouse string) []string {
 // openIndexCatalog opens the SQL index catalog of a test warehouse.
 func openIndexCatalog(t *testing.T, warehouse string) indexcatalog.Catalog {
 	t.Helper()
-	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	ic, err := indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ic := testtables.IndexCatalog(t, warehouse)
 	return ic
 }
 

@@ -39,14 +39,7 @@ func newSwapFixture(t *testing.T) *swapFixture {
 	}
 	f.c.ok("create", "--table", "test.orders", "--def", def)
 	f.c.ok("build", "--table", "test.orders", "--index", "pk")
-	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if f.cat, err = indexcatalog.NewSQL(context.Background(), db, indexcatalog.DialectSQLite, "default"); err != nil {
-		t.Fatal(err)
-	}
+	f.cat = testtables.IndexCatalog(t, warehouse)
 	return f
 }
 
