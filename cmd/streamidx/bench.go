@@ -26,6 +26,12 @@ var benchGroups = []struct {
 	name string
 	run  func(ctx context.Context, b *bench) error
 }{
+	{"build", benchBuild},
+	{"incremental", benchIncremental},
+	{"lookup", benchLookup},
+	{"scan", benchScan},
+	{"events", benchEvents},
+	{"verify", benchVerify},
 	{"freshness", benchFreshness},
 }
 
@@ -62,6 +68,9 @@ type bench struct {
 	progress           io.Writer
 	log                *slog.Logger // the daemons' and builds' log, to dir/bench.log
 	figures            []figure
+	// cdcBuild is the build group's child build on the CDC table, the
+	// baseline of verify; nil when the build group did not run.
+	cdcBuild *childRun
 }
 
 func runBench(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
