@@ -125,9 +125,16 @@ func runBench(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		if !b.want(grp.name) {
 			continue
 		}
+		load := loadAverage()
 		if err := grp.run(ctx, b); err != nil {
 			b.print(stdout)
 			return exitError, fmt.Errorf("bench %s: %w", grp.name, err)
+		}
+		// The machine's load around the group: its figures are as noisy as
+		// the load is above the cores.
+		var before, after float64
+		if _, err := fmt.Sscan(load+" "+loadAverage(), &before, &after); err == nil {
+			b.add(figure{Name: grp.name + ".load_avg", Value: (before + after) / 2, Unit: "runnable"})
 		}
 	}
 	b.print(stdout)
