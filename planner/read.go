@@ -249,8 +249,11 @@ func (ru *run) candidateRows(rf *format.RangeFileReader, g int) (rows []int64, a
 	}
 	st := &ru.res.Stats
 	st.PagesTotal += len(pages)
-	kept := 0
-	for _, p := range pages {
+	// The rows are listed only when some page is pruned: a lookup that
+	// keeps every page (an IN of many keys) reads the row group whole, and
+	// listing its rows one by one cost more than the decode.
+	kept, n := make([]int, 0, len(pages)), int64(0)
+	for i, p := range pages {
 		stats := p.Stats
 		if p.OnlyNulls {
 			n := p.Rows
@@ -259,14 +262,18 @@ func (ru *run) candidateRows(rf *format.RangeFileReader, g int) (rows []int64, a
 		if _, pruned := ru.prunedByStats(map[int]*format.FieldStats{field: stats}); pruned {
 			continue
 		}
-		kept++
-		for r := p.FirstRow; r < p.FirstRow+p.Rows; r++ {
+		kept = append(kept, i)
+		n += pages[i].Rows
+	}
+	st.PagesRead += len(kept)
+	if len(kept) == len(pages) {
+		return nil, true, nil
+	}
+	rows = make([]int64, 0, n)
+	for _, i := range kept {
+		for r := pages[i].FirstRow; r < pages[i].FirstRow+pages[i].Rows; r++ {
 			rows = append(rows, r)
 		}
-	}
-	st.PagesRead += kept
-	if kept == len(pages) {
-		return nil, true, nil
 	}
 	return rows, false, nil
 }

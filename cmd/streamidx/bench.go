@@ -26,6 +26,12 @@ var benchGroups = []struct {
 	name string
 	run  func(ctx context.Context, b *bench) error
 }{
+	{"build", benchBuild},
+	{"incremental", benchIncremental},
+	{"lookup", benchLookup},
+	{"scan", benchScan},
+	{"events", benchEvents},
+	{"verify", benchVerify},
 	{"freshness", benchFreshness},
 }
 
@@ -62,6 +68,9 @@ type bench struct {
 	progress           io.Writer
 	log                *slog.Logger // the daemons' and builds' log, to dir/bench.log
 	figures            []figure
+	// cdcBuild is the build group's child build on the CDC table, the
+	// baseline of verify; nil when the build group did not run.
+	cdcBuild *childRun
 }
 
 func runBench(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
@@ -116,9 +125,16 @@ func runBench(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		if !b.want(grp.name) {
 			continue
 		}
+		load := loadAverage()
 		if err := grp.run(ctx, b); err != nil {
 			b.print(stdout)
 			return exitError, fmt.Errorf("bench %s: %w", grp.name, err)
+		}
+		// The machine's load around the group: its figures are as noisy as
+		// the load is above the cores.
+		var before, after float64
+		if _, err := fmt.Sscan(load+" "+loadAverage(), &before, &after); err == nil {
+			b.add(figure{Name: grp.name + ".load_avg", Value: (before + after) / 2, Unit: "runnable"})
 		}
 	}
 	b.print(stdout)

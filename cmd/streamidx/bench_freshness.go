@@ -145,8 +145,10 @@ func (b *bench) indexFigures(sc freshScenario, index string, r *freshResult, alo
 	b.add(figure{Name: p + "lag_max", Value: worst, Unit: "s"})
 	slope := figure{Name: p + "lag_growth", Value: slopeOf(r.times, r.lags), Unit: "s/s"}
 	if sc.policy == "latest" {
-		// Bounded lag: it does not keep rising over the stream.
-		slope.Goal, slope.Met = "< 0.1", ptr(slope.Value < 0.1)
+		// Bounded lag: it does not keep rising over the stream. Commits left
+		// uncovered count only until the end of the drain, which bends the
+		// slope down: the lag is bounded only if every commit was covered.
+		slope.Goal, slope.Met = "< 0.1, every commit covered", ptr(slope.Value < 0.1 && r.uncovered == 0)
 	}
 	b.add(slope)
 	b.add(figure{Name: p + "uncovered", Value: float64(r.uncovered), Unit: "commits"})

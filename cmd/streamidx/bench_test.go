@@ -72,3 +72,70 @@ func TestBenchFreshnessFigures(t *testing.T) {
 		t.Errorf("the table lacks the figures:\n%s", stdout.String())
 	}
 }
+
+// TestBenchFigureGroups runs every group of `streamidx bench` but the
+// freshness streams (TestBenchFreshnessFigures runs one) on a tiny table,
+// with the child processes being this test binary acting as the command:
+// each group produces its figures, those compared with a baseline carry it
+// and the ratio, and the JSON has every field of the issue.
+func TestBenchFigureGroups(t *testing.T) {
+	t.Setenv("STREAMIDX_TEST_AS_COMMAND", "1") // for the child processes
+	dir := t.TempDir()
+	out := filepath.Join(dir, "figures.json")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"bench", "--rows", "5000", "--only", "build,incremental,lookup,scan,events,verify",
+		"--dir", filepath.Join(dir, "bench"), "--json", out}, &stdout, &stderr)
+	if code != exitOK && code != exitDifferent {
+		t.Fatalf("bench: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var figures []map[string]any
+	if err := json.Unmarshal(data, &figures); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, f := range figures {
+		for _, key := range []string{"name", "value", "unit", "baseline", "baseline_value", "ratio", "goal", "met"} {
+			if _, ok := f[key]; !ok {
+				t.Fatalf("figure %v has no %q", f, key)
+			}
+		}
+		byName[f["name"].(string)] = f
+	}
+	withBaseline := []string{"build.cdc-50-upserts.rows_per_s", "build.cdc-50-upserts.peak_rss",
+		"incremental.tail-0.1pct.time", "incremental.uniform-0.1pct.time",
+		"lookup.point.in_process", "lookup.point.process", "lookup.in10k.in_process",
+		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
+		"verify.time", "verify.peak_rss"}
+	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
+		"incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s"}
+	// Range files rewritten beside those reused, which a tiny index has none of.
+	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s") {
+		f := byName[name]
+		if f == nil {
+			t.Errorf("no figure %s", name)
+			continue
+		}
+		if v, ok := f["value"].(float64); !ok || v <= 0 {
+			t.Errorf("%s: value %v, want a positive number", name, f["value"])
+		}
+	}
+	for _, name := range withBaseline {
+		if f := byName[name]; f != nil && (f["baseline"] == "" || f["baseline_value"] == nil || f["ratio"] == nil) {
+			t.Errorf("%s lacks its baseline: %v", name, f)
+		}
+	}
+	for _, name := range withGoal {
+		if f := byName[name]; f != nil && (f["goal"] == "" || f["met"] == nil) {
+			t.Errorf("%s lacks its goal: %v", name, f)
+		}
+	}
+	for _, name := range withBaseline {
+		if !strings.Contains(stdout.String(), name) {
+			t.Errorf("the table lacks %s:\n%s", name, stdout.String())
+		}
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go"
@@ -26,15 +28,24 @@ func init() {
 func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	tableName := fs.String("table", "", "table `NS.TABLE`")
 	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` to scan (default: the current one)")
+	var opts []table.ScanOption
+	key := fs.String("key", "", "scan only rows where `COLUMN=VALUE` (an integer column), with iceberg-go's row filter")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
+	}
+	if *key != "" {
+		col, val, ok := strings.Cut(*key, "=")
+		v, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if !ok || err != nil {
+			return exitError, fmt.Errorf("--key %q: want COLUMN=INTEGER", *key)
+		}
+		opts = append(opts, table.WithRowFilter(iceberg.EqualTo(iceberg.Reference(strings.TrimSpace(col)), v)))
 	}
 	tbl, e, err := openTable(ctx, g, fs, *tableName)
 	if err != nil {
 		return exitError, err
 	}
 	defer e.Close()
-	var opts []table.ScanOption
 	if *snapshot != 0 {
 		opts = append(opts, table.WithSnapshotID(*snapshot))
 	}

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/workload"
+	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/staging"
+	"github.com/streamidx/streamidx/updater"
+)
+
+// The figures of build, incremental update, lookup, scan and verify, each
+// measured beside its baseline in the same run.
+
+var (
+	appendTable = benchTableSpec{name: "append"}
+	cdcTable    = benchTableSpec{name: "cdc", upserts: benchUpsertCommits}
+)
+
+var buildRate = regexp.MustCompile(`\(([0-9]+) rows/s\)`)
+
+// childBuild rebuilds the pk index of the table in dir as a child process.
+func (b *bench) childBuild(ctx context.Context, dir string) (childRun, float64, error) {
+	r, err := b.child(ctx, dir, "build", "--table", benchTable, "--index", "pk")
+	if err != nil {
+		return r, 0, err
+	}
+	m := buildRate.FindStringSubmatch(r.stdout)
+	if m == nil {
+		return r, 0, fmt.Errorf("build printed no rate: %q", r.stdout)
+	}
+	rate, _ := strconv.ParseFloat(m[1], 64)
+	return r, rate, nil
+}
+
+// benchBuild: a full build of pk on the CDC table (after its upsert
+// commits) and on the append-only table of the same orders, each a child
+// process whose peak RSS is its own.
+func benchBuild(ctx context.Context, b *bench) error {
+	cfg, err := b.g.config()
+	if err != nil {
+		return err
+	}
+	type built struct {
+		run  childRun
+		rate float64
+	}
+	res := map[string]built{}
+	for _, spec := range []benchTableSpec{appendTable, cdcTable} {
+		dir, err := b.freshTable(ctx, spec)
+		if err != nil {
+			return err
+		}
+		b.note("build: pk on the %s table (%d orders), as a child process", spec.name, b.rows)
+		r, rate, err := b.childBuild(ctx, dir)
+		if err != nil {
+			return err
+		}
+		res[spec.name] = built{r, rate}
+		b.note("build: %s table: %.0f rows/s, peak RSS %.0f MiB, %.2f cores", spec.name, rate, mib(r.maxRSS), r.cpu.Seconds()/r.wall.Seconds())
+	}
+	b.cdcBuild = ptr(res["cdc"].run)
+	budget := mib(int64(cfg.Build.MemoryBudget))
+	rssGoal := budget * 1.25
+	for _, name := range []string{"cdc", "append"} {
+		r := res[name]
+		f := figure{Name: "build." + name + ".rows_per_s", Value: r.rate, Unit: "rows/s", Goal: ">= 1000000", Met: ptr(r.rate >= 1e6)}
+		m := figure{Name: "build." + name + ".peak_rss", Value: mib(r.run.maxRSS), Unit: "MiB",
+			Goal: fmt.Sprintf("<= %.0f (memory budget + 25%%)", rssGoal), Met: ptr(mib(r.run.maxRSS) <= rssGoal)}
+		if name == "cdc" {
+			f.Name = fmt.Sprintf("build.cdc-%d-upserts.rows_per_s", benchUpsertCommits)
+			m.Name = fmt.Sprintf("build.cdc-%d-upserts.peak_rss", benchUpsertCommits)
+			f.Baseline, f.BaselineValue = "append-only", ptr(res["append"].rate)
+			m.Baseline, m.BaselineValue = "append-only", ptr(mib(res["append"].run.maxRSS))
+		}
+		b.add(f)
+		b.add(m)
+		cores := r.run.cpu.Seconds() / r.run.wall.Seconds()
+		b.add(figure{Name: strings.TrimSuffix(f.Name, ".rows_per_s") + ".cores_busy", Value: cores, Unit: "cores", Goal: ">= 1.8 (both cores)",
+			Met: ptr(cores >= 1.8)})
+	}
+	return nil
+}
+
+// benchIncremental: one upsert commit of 0.1% of the orders at the key
+// tail, then one spread uniformly, each published by the updater as an
+// incremental update of pk, beside the full build of the same index. The
+// index is built with range files of about a tenth of its size, so that an
+// update can reuse some.
+func benchIncremental(ctx context.Context, b *bench) error {
+	dir, err := b.freshTable(ctx, appendTable)
+	if err != nil {
+		return err
+	}
+	e, err := b.openEnvAt(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	id, _ := config.ParseTable(benchTable)
+	tbl, err := e.cat.LoadTable(ctx, id)
+	if err != nil {
+		return err
+	}
+	rw := compactor.RangeWriterOptions{TargetFileSize: max(b.rows/4, 64<<10), RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store}
+	b.note("incremental: full build of pk with %s range files (the baseline)", humanBytes(rw.TargetFileSize))
+	rebuild, err := b.buildInProcess(ctx, e, tbl, id, "pk", rw)
+	if err != nil {
+		return err
+	}
+	stageDir := filepath.Join(b.dir, "work", "stage")
+	if err := os.RemoveAll(stageDir); err != nil {
+		return err
+	}
+	store, err := staging.OpenStore(stageDir, staging.StoreOptions{Logger: b.log})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u := updater.New(e.cat, e.indexes, store, id, "pk", updater.Options{Range: rw, MemoryBudget: int64(e.cfg.Build.MemoryBudget),
+		SpillDir: e.cfg.Build.SpillDir, Logger: b.log})
+	keys := max(b.rows/1000, 1)
+	b.add(figure{Name: "incremental.rebuild.time", Value: rebuild.Seconds(), Unit: "s"})
+	b.add(figure{Name: "incremental.rebuild.entries_per_s", Value: float64(b.rows) / rebuild.Seconds(), Unit: "entries/s"})
+	for i, pattern := range []string{"tail", "uniform"} {
+		ids, err := workload.UpsertIDs(b.rows, keys, pattern, uint64(100+i))
+		if err != nil {
+			return err
+		}
+		if tbl, err = workload.Upsert(ctx, tbl, ids, 100+i, uint64(100+i)); err != nil {
+			return err
+		}
+		b.note("incremental: %d upserts (%s) committed; updating pk", len(ids), pattern)
+		st, err := u.Step(ctx, nil)
+		if err != nil {
+			return fmt.Errorf("update pk after the %s upserts: %w", pattern, err)
+		}
+		p := st.Published
+		if p == nil || p.FullBuild || !st.Aligned {
+			return fmt.Errorf("update pk after the %s upserts: no incremental index snapshot (%+v)", pattern, st)
+		}
+		b.note("incremental: %s: %s, %d entries rewritten, range files %d rewritten / %d reused", pattern, p.Took.Round(time.Millisecond),
+			p.EntriesRewritten, p.FilesRewritten, p.FilesReused)
+		name := "incremental." + pattern + "-0.1pct."
+		t := figure{Name: name + "time", Value: p.Took.Seconds(), Unit: "s", Baseline: "full rebuild", BaselineValue: ptr(rebuild.Seconds())}
+		rate := float64(p.EntriesRewritten) / p.Took.Seconds()
+		r := figure{Name: name + "entries_per_s", Value: rate, Unit: "entries/s"}
+		if pattern == "tail" {
+			t.Goal, t.Met = "ratio <= 0.02", ptr(p.Took.Seconds() <= 0.02*rebuild.Seconds())
+		} else {
+			r.Goal, r.Met = ">= 2000000", ptr(rate >= 2e6)
+		}
+		b.add(t)
+		b.add(r)
+		b.add(figure{Name: name + "files_rewritten", Value: float64(p.FilesRewritten), Unit: "files",
+			Baseline: "range files reused", BaselineValue: ptr(float64(p.FilesReused))})
+	}
+	return nil
+}
+
+// benchLookup: a one-key lookup through pk in process and as a whole
+// `streamidx lookup` process, and an IN of 10,000 random keys, each beside
+// iceberg-go's filtered scan of the same table (in process, or the
+// `scan-table --key` process).
+func benchLookup(ctx context.Context, b *bench) error {
+	dir, err := b.freshTable(ctx, appendTable)
+	if err != nil {
+		return err
+	}
+	e, err := b.openEnvAt(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	id, _ := config.ParseTable(benchTable)
+	tbl, err := e.cat.LoadTable(ctx, id)
+	if err != nil {
+		return err
+	}
+	md, _, err := e.indexes.Load(ctx, id, "pk")
+	if err != nil {
+		return err
+	}
+	p := planner.New(planner.Options{Store: e.store})
+	rng := rand.New(rand.NewPCG(7, 7))
+	lookup := func(where string, want int64) (time.Duration, error) {
+		began := time.Now()
+		res, err := p.Lookup(ctx, tbl, md, planner.Query{Where: where})
+		if err != nil {
+			return 0, err
+		}
+		took := time.Since(began)
+		n := res.NumRows()
+		res.Release()
+		if n != want {
+			return 0, fmt.Errorf("lookup %.40s: %d rows, want %d", where, n, want)
+		}
+		return took, nil
+	}
+	scan := func(filter iceberg.BooleanExpression, want int64) (time.Duration, error) {
+		began := time.Now()
+		_, recs, err := tbl.Scan(table.WithRowFilter(filter)).ToArrowRecords(ctx)
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		for rec, err := range recs {
+			if err != nil {
+				return 0, err
+			}
+			n += rec.NumRows()
+			rec.Release()
+		}
+		if n != want {
+			return 0, fmt.Errorf("filtered scan: %d rows, want %d", n, want)
+		}
+		return time.Since(began), nil
+	}
+	if b.want("lookup.point") {
+		// The first lookup reads the tracking file, which a process keeps.
+		if _, err := lookup("order_id = 0", 1); err != nil {
+			return err
+		}
+		const lookups, scans = 50, 5
+		var index, scanned time.Duration
+		for range lookups {
+			t, err := lookup(fmt.Sprintf("order_id = %d", rng.Int64N(b.rows)), 1)
+			if err != nil {
+				return err
+			}
+			index += t
+		}
+		for range scans {
+			t, err := scan(iceberg.EqualTo(iceberg.Reference("order_id"), rng.Int64N(b.rows)), 1)
+			if err != nil {
+				return err
+			}
+			scanned += t
+		}
+		ix, sc := ms(index)/lookups, ms(scanned)/scans
+		b.note("lookup: one key in process %.3f ms (mean of %d), filtered scan %.1f ms (mean of %d)", ix, lookups, sc, scans)
+		b.add(figure{Name: "lookup.point.in_process", Value: ix, Unit: "ms", Baseline: "iceberg-go filtered scan", BaselineValue: &sc,
+			Goal: "ratio <= 0.005 (200x faster)", Met: ptr(ix <= sc*0.005)})
+
+		const procs = 5
+		var proc, procScan time.Duration
+		for range procs {
+			key := rng.Int64N(b.rows)
+			r, err := b.child(ctx, dir, "lookup", "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", key))
+			if err != nil {
+				return err
+			}
+			proc += r.wall
+			if r, err = b.child(ctx, dir, "scan-table", "--table", benchTable, "--key", fmt.Sprintf("order_id=%d", key)); err != nil {
+				return err
+			}
+			if !strings.Contains(r.stdout, "scanned 1 rows") {
+				return fmt.Errorf("scan-table --key found other than one row: %s", r.stdout)
+			}
+			procScan += r.wall
+		}
+		pv, ps := ms(proc)/procs, ms(procScan)/procs
+		b.note("lookup: one key as a process %.1f ms, scan-table process %.1f ms (means of %d)", pv, ps, procs)
+		b.add(figure{Name: "lookup.point.process", Value: pv, Unit: "ms", Baseline: "scan-table --key process", BaselineValue: &ps,
+			Goal: "< 30 ms", Met: ptr(pv < 30)})
+	}
+	if b.want("lookup.in10k") {
+		n := min(10_000, b.rows)
+		keys := make([]int64, n)
+		list := make([]string, n)
+		for i, k := range rng.Perm(int(b.rows))[:n] {
+			keys[i], list[i] = int64(k), strconv.Itoa(k)
+		}
+		where := "order_id IN (" + strings.Join(list, ", ") + ")"
+		ix, err := lookup(where, n)
+		if err != nil {
+			return err
+		}
+		sc, err := scan(iceberg.IsIn(iceberg.Reference("order_id"), keys...), n)
+		if err != nil {
+			return err
+		}
+		b.note("lookup: IN of %d keys %s through pk, %s by filtered scan", n, ix.Round(time.Millisecond), sc.Round(time.Millisecond))
+		b.add(figure{Name: "lookup.in10k.in_process", Value: ms(ix), Unit: "ms", Baseline: "iceberg-go filtered scan", BaselineValue: ptr(ms(sc)),
+			Goal: "ratio <= 0.2 (5x faster)", Met: ptr(ix.Seconds() <= 0.2*sc.Seconds())})
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// benchScan: iceberg-go's full scan of the CDC table with its equality
+// deletes, after rewrite-deletes turned them into deletion vectors, and
+// after a compaction of the same table applied them; each scan a child
+// process, the best of two.
+func benchScan(ctx context.Context, b *bench) error {
+	scan := func(dir, what string) (float64, error) {
+		best := 0.0
+		for range 2 {
+			r, err := b.child(ctx, dir, "scan-table", "--table", benchTable)
+			if err != nil {
+				return 0, err
+			}
+			if !strings.Contains(r.stdout, fmt.Sprintf("scanned %d rows", b.rows)) {
+				return 0, fmt.Errorf("scan %s: %s, want %d rows", what, strings.TrimSpace(r.stdout), b.rows)
+			}
+			if best == 0 || r.wall.Seconds() < best {
+				best = r.wall.Seconds()
+			}
+		}
+		b.note("scan: %s: %.2f s", what, best)
+		return best, nil
+	}
+	dir, err := b.freshTable(ctx, cdcTable)
+	if err != nil {
+		return err
+	}
+	withDeletes, err := scan(dir, fmt.Sprintf("with %d equality delete files", benchUpsertCommits))
+	if err != nil {
+		return err
+	}
+	b.note("scan: rewrite-deletes through pk")
+	rewrite, err := b.child(ctx, dir, "rewrite-deletes", "--table", benchTable, "--index", "pk")
+	if err != nil {
+		return err
+	}
+	afterRewrite, err := scan(dir, "after rewrite-deletes")
+	if err != nil {
+		return err
+	}
+	if dir, err = b.freshTable(ctx, cdcTable); err != nil {
+		return err
+	}
+	b.note("scan: compact-table (iceberg-go RewriteDataFiles)")
+	compact, err := b.child(ctx, dir, "compact-table", "--table", benchTable)
+	if err != nil {
+		return err
+	}
+	compacted, err := scan(dir, "after compaction")
+	if err != nil {
+		return err
+	}
+	b.add(figure{Name: "scan.equality_deletes", Value: withDeletes, Unit: "s", Baseline: "after compaction", BaselineValue: &compacted})
+	b.add(figure{Name: "scan.after_rewrite_deletes", Value: afterRewrite, Unit: "s", Baseline: "after compaction", BaselineValue: &compacted,
+		Goal: "ratio <= 1.2", Met: ptr(afterRewrite <= 1.2*compacted)})
+	b.add(figure{Name: "scan.rewrite_deletes_time", Value: rewrite.wall.Seconds(), Unit: "s", Baseline: "compaction", BaselineValue: ptr(compact.wall.Seconds())})
+	return nil
+}
+
+// benchVerify: `streamidx verify` of pk on the CDC table beside the build
+// of the same index, both child processes.
+func benchVerify(ctx context.Context, b *bench) error {
+	dir, err := b.freshTable(ctx, cdcTable)
+	if err != nil {
+		return err
+	}
+	build := b.cdcBuild
+	if build == nil {
+		b.note("verify: the build of pk on the cdc table first (the baseline)")
+		r, _, err := b.childBuild(ctx, dir)
+		if err != nil {
+			return err
+		}
+		build = &r
+	}
+	b.note("verify: pk on the cdc table (%d entries), as a child process", b.rows)
+	r, err := b.child(ctx, dir, "verify", "--table", benchTable, "--index", "pk")
+	if err != nil {
+		return err
+	}
+	b.note("verify: %s, peak RSS %.0f MiB", r.wall.Round(time.Millisecond), mib(r.maxRSS))
+	b.add(figure{Name: "verify.time", Value: r.wall.Seconds(), Unit: "s", Baseline: "build", BaselineValue: ptr(build.wall.Seconds()),
+		Goal: "ratio <= 2", Met: ptr(r.wall <= 2*build.wall)})
+	b.add(figure{Name: "verify.peak_rss", Value: mib(r.maxRSS), Unit: "MiB", Baseline: "build", BaselineValue: ptr(mib(build.maxRSS)),
+		Goal: "<= 1024", Met: ptr(mib(r.maxRSS) <= 1024)})
+	return nil
+}

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/workload"
+	"github.com/streamidx/streamidx/updater"
+)
+
+// The tables of the build, update, lookup, scan and verify figures: an
+// append-only orders table and a CDC one of the same size (the same orders,
+// then upsert commits with equality deletes), both Iceberg v3 so that
+// rewrite-deletes writes deletion vectors, each with its pk index built.
+// Each is kept pristine and copied back to the same path before a group
+// uses it (the catalog holds absolute paths), so that no group sees
+// another's changes.
+
+// benchUpsertCommits is the number of upsert commits of the CDC table.
+const benchUpsertCommits = 50
+
+// benchTableSpec describes one stored table.
+type benchTableSpec struct {
+	name    string // append or cdc
+	upserts int    // upsert commits after the appends
+}
+
+// upsertKeys is the number of orders each upsert commit of the CDC table
+// changes: 0.2% of the table, as in the 5M-row measurement of the issue.
+func (b *bench) upsertKeys() int64 { return max(b.rows/500, 1) }
+
+// tableDir is where groups work on table name; its pristine copy is beside.
+func (b *bench) tableDir(name string) string { return filepath.Join(b.dir, "tables", name) }
+func (b *bench) tablePristine(name string) string {
+	return filepath.Join(b.dir, "tables", name+".pristine")
+}
+
+// openEnvAt opens the catalogs of a table directory.
+func (b *bench) openEnvAt(ctx context.Context, dir string) (*env, error) {
+	g := *b.g
+	g.catalogURI = "sqlite://" + filepath.Join(dir, "catalog.db")
+	g.warehouse = "file://" + filepath.Join(dir, "warehouse")
+	e, err := openEnv(ctx, &g)
+	if err != nil {
+		return nil, err
+	}
+	e.log = b.log
+	return e, nil
+}
+
+// freshTable writes the pristine table of spec unless an earlier run left
+// one of the same shape, and copies it to its working directory.
+func (b *bench) freshTable(ctx context.Context, spec benchTableSpec) (string, error) {
+	cfg, err := b.g.config()
+	if err != nil {
+		return "", err
+	}
+	dir, pristine := b.tableDir(spec.name), b.tablePristine(spec.name)
+	marker := filepath.Join(pristine, ".streamidx-bench")
+	want := fmt.Sprintf("orders %d, upsert commits %d of %d keys, target file size %s, row groups %d\n", b.rows, spec.upserts,
+		b.upsertKeys(), cfg.Build.TargetFileSize, cfg.Build.RowGroupRows)
+	if got, err := os.ReadFile(marker); err != nil || string(got) != want {
+		if err := b.writeStoredTable(ctx, spec); err != nil {
+			return "", fmt.Errorf("write the %s table: %w", spec.name, err)
+		}
+		if err := os.RemoveAll(pristine); err != nil {
+			return "", err
+		}
+		if err := os.CopyFS(pristine, os.DirFS(dir)); err != nil {
+			return "", fmt.Errorf("keep a pristine copy: %w", err)
+		}
+		if err := os.WriteFile(marker, []byte(want), 0o644); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	if err := os.CopyFS(dir, os.DirFS(pristine)); err != nil {
+		return "", fmt.Errorf("restore the %s table: %w", spec.name, err)
+	}
+	return dir, os.Remove(filepath.Join(dir, ".streamidx-bench"))
+}
+
+func (b *bench) writeStoredTable(ctx context.Context, spec benchTableSpec) error {
+	dir := b.tableDir(spec.name)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	e, err := b.openEnvAt(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	id, _ := config.ParseTable(benchTable)
+	tbl, err := workload.CreateOrders(ctx, e.cat, id, 3)
+	if err != nil {
+		return err
+	}
+	const appends = 4
+	per := (b.rows + appends - 1) / appends
+	began := time.Now()
+	for from := int64(0); from < b.rows; from += per {
+		if tbl, err = workload.Append(ctx, tbl, from, min(from+per, b.rows), 0, 1); err != nil {
+			return err
+		}
+	}
+	b.note("%s table: wrote %d orders (%s)", spec.name, b.rows, time.Since(began).Round(time.Second))
+	for i := 1; i <= spec.upserts; i++ {
+		ids, err := workload.UpsertIDs(b.rows, b.upsertKeys(), "uniform", uint64(i))
+		if err != nil {
+			return err
+		}
+		if tbl, err = workload.Upsert(ctx, tbl, ids, i, uint64(i)); err != nil {
+			return err
+		}
+		if i%10 == 0 || i == spec.upserts {
+			b.note("%s table: %d of %d upsert commits of %d keys (%s)", spec.name, i, spec.upserts, len(ids), time.Since(began).Round(time.Second))
+		}
+	}
+	if err := b.createIndex(ctx, e, tbl, id, "pk"); err != nil {
+		return err
+	}
+	_, err = b.buildInProcess(ctx, e, tbl, id, "pk", compactor.RangeWriterOptions{})
+	return err
+}
+
+// createIndex defines index name (one of the demo's) on tbl.
+func (b *bench) createIndex(ctx context.Context, e *env, tbl *table.Table, id table.Identifier, name string) error {
+	def, err := indexdef.Parse([]byte(demoDefinitions[name]))
+	if err != nil {
+		return err
+	}
+	loc, err := e.indexLocation(tbl, id, name)
+	if err != nil {
+		return err
+	}
+	md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), loc)
+	if err != nil {
+		return err
+	}
+	_, err = e.indexes.Create(ctx, id, name, md)
+	return err
+}
+
+// buildInProcess builds and publishes index name of tbl's current snapshot,
+// with the configuration's range file options unless rw sets its own.
+func (b *bench) buildInProcess(ctx context.Context, e *env, tbl *table.Table, id table.Identifier, name string, rw compactor.RangeWriterOptions) (time.Duration, error) {
+	md, _, err := e.indexes.Load(ctx, id, name)
+	if err != nil {
+		return 0, err
+	}
+	if rw.TargetFileSize == 0 {
+		rw.TargetFileSize = int64(e.cfg.Build.TargetFileSize)
+	}
+	if rw.RowGroupRows == 0 {
+		rw.RowGroupRows = e.cfg.Build.RowGroupRows
+	}
+	rw.Store = e.store
+	began, last := time.Now(), time.Now()
+	res, err := updater.BuildAndPublish(ctx, e.indexes, tbl, name, md, tbl.CurrentSnapshot(), updater.BuildOptions{
+		Build: compactor.BuildOptions{
+			RangeWriterOptions: rw,
+			MemoryBudget:       int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir, Logger: b.log,
+			Progress: func(p compactor.BuildProgress) {
+				if time.Since(last) >= 10*time.Second {
+					last = time.Now()
+					b.note("building %s: %s, %d of %d rows scanned", name, p.Phase, p.RowsScanned, p.RowsExpected)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return 0, fmt.Errorf("build %s: %w", name, err)
+	}
+	took := time.Since(began)
+	b.note("built %s: %d entries in %d range files (%s) in %s", name, res.Rows, len(res.Entries), humanBytes(res.Bytes), took.Round(time.Millisecond))
+	return took, nil
+}
+
+// childRun is what one streamidx child process used.
+type childRun struct {
+	stdout string
+	wall   time.Duration
+	cpu    time.Duration // user + system
+	maxRSS int64         // bytes
+}
+
+// child runs this streamidx executable on the catalogs of dir, so that its
+// time and peak memory are its own.
+func (b *bench) child(ctx context.Context, dir string, args ...string) (childRun, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return childRun{}, err
+	}
+	full := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", "file://" + filepath.Join(dir, "warehouse"),
+		"--log-level", "warn"}
+	if b.g.configPath != "" {
+		full = append(full, "--config", b.g.configPath)
+	}
+	cmd := exec.CommandContext(ctx, exe, append(full, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err = cmd.Run()
+	r := childRun{stdout: stdout.String(), wall: time.Since(began)}
+	if err != nil {
+		return r, fmt.Errorf("streamidx %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSS = ru.Maxrss << 10 // KiB on Linux
+		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return r, nil
+}
+
+// mib converts bytes to MiB for the figures.
+func mib(n int64) float64 { return float64(n) / (1 << 20) }
