@@ -106,9 +106,7 @@ func controlSchema(js []byte) (avro.Schema, error) {
 	if s, ok := controlSchemas.m[string(js)]; ok {
 		return s, nil
 	}
-	// A cache of its own per schema: the global one of hamba/avro keeps
-	// every name ever parsed, and names of different writers may clash.
-	s, err := avro.ParseWithCache(string(js), "", &avro.SchemaCache{})
+	s, err := parseAvroSchema(js)
 	if err != nil {
 		return nil, fmt.Errorf("writer schema: %w", err)
 	}
@@ -117,6 +115,20 @@ func controlSchema(js []byte) (avro.Schema, error) {
 	}
 	controlSchemas.m[string(js)] = s
 	return s, nil
+}
+
+// parseAvroSchema parses a writer schema with a cache of its own (the
+// global one of hamba/avro keeps every name ever parsed, and names of
+// different writers may clash). The parser panics on some malformed schemas
+// (a default that does not fit its type); a record of the control topic is
+// input from the network, so that is an error like any other.
+func parseAvroSchema(js []byte) (s avro.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("malformed schema: %v", r)
+		}
+	}()
+	return avro.ParseWithCache(string(js), "", &avro.SchemaCache{})
 }
 
 // DecodeControlEvent reads one record of the Iceberg Kafka Connect control

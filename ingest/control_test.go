@@ -73,3 +73,13 @@ func TestDecodeControlRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestMalformedWriterSchemaIsAnError: a writer schema on which the Avro
+// parser panics (an empty union with a default) is an error for the
+// dead-letter topic, not a crash of the daemon. Found by fuzzing.
+func TestMalformedWriterSchemaIsAnError(t *testing.T) {
+	_, err := parseAvroSchema([]byte(`{"type":"record","name":"R","fields":[{"name":"x","type":[],"default":null}]}`))
+	if err == nil || !strings.Contains(err.Error(), "malformed schema") {
+		t.Fatalf("parse: %v, want a malformed schema error", err)
+	}
+}
