@@ -177,6 +177,10 @@ func valueString(f format.IndexField, v any) *string {
 	return &s
 }
 
+// ErrNoSuchSnapshot is returned (wrapped) by FindSnapshot when the index has
+// no snapshot of that id or for that source table snapshot.
+var ErrNoSuchSnapshot = errors.New("no index snapshot")
+
 // FindSnapshot picks the index snapshot for a source table snapshot id, or
 // with that index snapshot id; 0 means the current one.
 func FindSnapshot(md *format.Metadata, id int64) (*format.Snapshot, error) {
@@ -192,7 +196,7 @@ func FindSnapshot(md *format.Metadata, id int64) (*format.Snapshot, error) {
 	if s := md.SnapshotByID(id); s != nil {
 		return s, nil
 	}
-	return nil, fmt.Errorf("no index snapshot for source snapshot (or with id) %d", id)
+	return nil, fmt.Errorf("%w for source snapshot (or with id) %d", ErrNoSuchSnapshot, id)
 }
 
 // Entry is one index in a table's list. An index whose metadata cannot be
