@@ -339,3 +339,10 @@ func isGone(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // discard drains a request body so that the connection can be reused.
 func discard(r io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(r, 1<<16)) }
+
+// IndexEntry is one index of GET .../indexes, as `streamidx list` shows it.
+type IndexEntry = indexinfo.Entry
+
+// Inspection is the answer of GET .../indexes/{index}, as `streamidx
+// inspect --json` prints it.
+type Inspection = indexinfo.Inspection
