@@ -30,7 +30,9 @@ import (
 type Options struct {
 	// Token is sent as a bearer token when set. Default: none.
 	Token string
-	// HTTPClient makes the requests. Default: http.DefaultClient.
+	// HTTPClient makes the requests. Default: a client that keeps up to
+	// 64 idle connections to the service, so that concurrent callers reuse
+	// them (http.DefaultClient keeps 2).
 	HTTPClient *http.Client
 }
 
@@ -44,7 +46,9 @@ type Client struct {
 // http://127.0.0.1:9465.
 func New(base string, opts Options) *Client {
 	if opts.HTTPClient == nil {
-		opts.HTTPClient = http.DefaultClient
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		opts.HTTPClient = &http.Client{Transport: tr}
 	}
 	return &Client{base: strings.TrimRight(base, "/"), opts: opts}
 }
