@@ -128,4 +128,3 @@ func globalArgs(g *globals) []string {
 	}
 	return out
 }
-
