@@ -143,6 +143,10 @@ func (s *Service) Handler() http.Handler {
 	return mux
 }
 
+// statusClientClosed counts, in the metrics, the requests whose client went
+// away before the answer (nginx's convention); it is never sent.
+const statusClientClosed = 499
+
 // apiError is an answer other than 200.
 type apiError struct {
 	status int
@@ -185,6 +189,9 @@ func (s *Service) wrap(endpoint string, h func(http.ResponseWriter, *http.Reques
 			ae = s.classify(ctx, err)
 		}
 		status = ae.status
+		if status == statusClientClosed {
+			return // nobody to answer
+		}
 		if status >= 500 {
 			s.log.Error("lookup service request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
@@ -223,7 +230,9 @@ func (s *Service) classify(ctx context.Context, err error) *apiError {
 	switch {
 	case errors.As(err, &pe):
 		return &apiError{http.StatusBadRequest, "bad_predicate", err.Error()}
-	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	case errors.Is(ctx.Err(), context.Canceled):
+		return &apiError{statusClientClosed, "client_closed", "the client closed the request"}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return &apiError{http.StatusRequestTimeout, "timeout",
 			fmt.Sprintf("the request took longer than %s (serve.timeout): narrow the predicate or give a limit", s.opts.Timeout)}
 	case errors.Is(err, catalog.ErrNoSuchTable):
