@@ -88,6 +88,9 @@ func IsStatus(err error, status int) bool {
 	return errors.As(err, &e) && e.Status == status
 }
 
+// Close closes the client's idle connections to the service.
+func (c *Client) Close() { c.opts.HTTPClient.CloseIdleConnections() }
+
 func (c *Client) indexURL(tableName, index string) string {
 	return c.base + "/v1/tables/" + url.PathEscape(tableName) + "/indexes/" + url.PathEscape(index)
 }

@@ -21,8 +21,9 @@
 //
 // Answers are exact for the requested table snapshot (default: the table's
 // current one) through the planner's reconciliation, and come from one
-// index snapshot: the metadata is read once per request. A lookup whose
-// files were expired while it ran is retried on the newer metadata.
+// index snapshot: the metadata is taken once per request (read again after
+// Options.MetadataMaxAge). A lookup whose files were expired while it ran
+// is retried on freshly read metadata.
 //
 // Concurrency: a Service is safe for concurrent use.
 package serve
@@ -39,6 +40,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -82,6 +84,14 @@ type Options struct {
 	MaxRows int64
 	// Timeout bounds the time a request may take. Default: 30s.
 	Timeout time.Duration
+	// MetadataMaxAge is how long a table's and an index's metadata, once
+	// read, answer requests before they are read again: loading a table
+	// with a long history costs more than a lookup. An answer for the
+	// "current" table snapshot may then be for a snapshot up to this much
+	// older than the newest commit (its header names it; it is exact for
+	// it). A request for a snapshot the kept metadata lacks reads it again.
+	// Default: 1s.
+	MetadataMaxAge time.Duration
 	// Logger receives request failures. Default: discard.
 	Logger *slog.Logger
 	// Registerer receives the service's metrics. Default: none.
@@ -99,6 +109,9 @@ type Service struct {
 	log     *slog.Logger
 	planner *planner.Planner
 	metrics *metrics
+
+	mu     sync.Mutex
+	loaded map[string]loaded // by "t/ns.table" and "i/ns.table/index"
 }
 
 // New returns a Service and registers its metrics.
@@ -118,10 +131,14 @@ func New(opts Options) (*Service, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 30 * time.Second
 	}
+	if opts.MetadataMaxAge <= 0 {
+		opts.MetadataMaxAge = time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{opts: opts, log: opts.Logger, planner: planner.New(planner.Options{Store: opts.Store}), metrics: newMetrics(opts.Store)}
+	s := &Service{opts: opts, log: opts.Logger, planner: planner.New(planner.Options{Store: opts.Store}), metrics: newMetrics(opts.Store),
+		loaded: map[string]loaded{}}
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
 			return nil, fmt.Errorf("register serve metrics: %w", err)
@@ -255,29 +272,80 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"error": e.msg, "code": e.code})
 }
 
-// loadTable loads the table of the path's {table}.
-func (s *Service) loadTable(r *http.Request) (*table.Table, table.Identifier, error) {
+// loaded is a table or an index's metadata as read at a time.
+type loaded struct {
+	at       time.Time
+	tbl      *table.Table
+	md       *format.Metadata
+	location string
+	err      error // of the index: format.ErrUnsupportedIndexType is kept
+}
+
+// fresh returns what was loaded under key less than MetadataMaxAge ago.
+func (s *Service) fresh(key string) (loaded, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.loaded[key]
+	return l, ok && time.Since(l.at) < s.opts.MetadataMaxAge
+}
+
+func (s *Service) keep(key string, l loaded) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.loaded) >= maxLoaded {
+		clear(s.loaded) // many tables: start over rather than track use
+	}
+	s.loaded[key] = l
+}
+
+// maxLoaded bounds the tables and indexes whose metadata is kept.
+const maxLoaded = 1024
+
+// loadTable loads the table of the path's {table}, or takes it as read
+// less than MetadataMaxAge ago unless reload is set or it lacks
+// snapshot (a table snapshot id, 0 for none).
+func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*table.Table, table.Identifier, error) {
 	name := r.PathValue("table")
 	id, err := config.ParseTable(name)
 	if err != nil {
 		return nil, nil, &apiError{http.StatusBadRequest, "bad_table", err.Error()}
 	}
+	key := "t/" + strings.Join(id, ".")
+	if l, ok := s.fresh(key); ok && !reload && (snapshot == 0 || l.tbl.SnapshotByID(snapshot) != nil) {
+		return l.tbl, id, nil
+	}
+	began := time.Now()
 	tbl, err := s.opts.Tables.LoadTable(r.Context(), id)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
 	}
+	s.keep(key, loaded{at: began, tbl: tbl})
 	return tbl, id, nil
 }
 
-// loadIndex loads the table and the index of the path. unsupported is set
-// for an index of a type streamidx does not implement.
-func (s *Service) loadIndex(r *http.Request) (indexinfo.Target, error) {
-	tbl, id, err := s.loadTable(r)
+// loadIndex loads the table and the index of the path, or takes them as
+// read less than MetadataMaxAge ago unless reload is set (see loadTable).
+// unsupported is set for an index of a type streamidx does not implement.
+func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (indexinfo.Target, error) {
+	tbl, id, err := s.loadTable(r, snapshot, reload)
 	if err != nil {
 		return indexinfo.Target{}, err
 	}
 	t := indexinfo.Target{TableName: r.PathValue("table"), IndexName: r.PathValue("index"), Table: tbl}
-	t.Metadata, t.MetadataLocation, err = s.opts.Indexes.Load(r.Context(), id, t.IndexName)
+	key := "i/" + strings.Join(id, ".") + "/" + t.IndexName
+	l, ok := s.fresh(key)
+	if !ok || reload {
+		began := time.Now()
+		l = loaded{at: began}
+		l.md, l.location, l.err = s.opts.Indexes.Load(r.Context(), id, t.IndexName)
+		if l.md != nil && (l.err == nil || errors.Is(l.err, format.ErrUnsupportedIndexType)) {
+			s.keep(key, l)
+			// The metadata read now is the newest this process knows: the
+			// decoded tracking files of snapshots it no longer lists go.
+			s.opts.Store.ReleaseExpiredTracking(l.md)
+		}
+	}
+	t.Metadata, t.MetadataLocation, err = l.md, l.location, l.err
 	if errors.Is(err, format.ErrUnsupportedIndexType) && t.Metadata != nil {
 		t.Unsupported, err = true, nil
 	}
@@ -287,14 +355,11 @@ func (s *Service) loadIndex(r *http.Request) (indexinfo.Target, error) {
 	if err := format.CheckTable(t.Metadata, tbl); err != nil {
 		return t, fmt.Errorf("index %s of %s: %w", t.IndexName, t.TableName, err)
 	}
-	// The metadata read now is the newest this process knows: the decoded
-	// tracking files of snapshots it no longer lists are dropped.
-	s.opts.Store.ReleaseExpiredTracking(t.Metadata)
 	return t, nil
 }
 
 func (s *Service) listIndexes(w http.ResponseWriter, r *http.Request) error {
-	if _, _, err := s.loadTable(r); err != nil {
+	if _, _, err := s.loadTable(r, 0, false); err != nil {
 		return err
 	}
 	id, _ := config.ParseTable(r.PathValue("table"))
@@ -310,7 +375,7 @@ func (s *Service) inspectIndex(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.loadIndex(r)
+	t, err := s.loadIndex(r, 0, false)
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,8 @@ func newFixture(t *testing.T, rows int) *fixture {
 	if _, err := idx.Create(ctx, tbl.Identifier(), "pk", md); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := serve.New(serve.Options{Tables: cat, Indexes: idx, Store: store})
+	// Every request reads the metadata: the tests publish between requests.
+	svc, err := serve.New(serve.Options{Tables: cat, Indexes: idx, Store: store, MetadataMaxAge: time.Nanosecond})
 	if err != nil {
 		t.Fatal(err)
 	}

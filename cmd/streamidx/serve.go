@@ -63,7 +63,9 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
-		return exitError, err
+		// Connections a client opened and never used keep Shutdown
+		// waiting: close them.
+		_ = srv.Close()
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
 		return exitError, err

@@ -47,13 +47,21 @@ func startServe(t *testing.T, c *cli, args ...string) string {
 	})
 	base := "http://" + addr
 	waitFor(t, "streamidx serve answers", func() bool {
-		resp, err := http.Get(base + "/healthz")
+		resp, err := noKeepAlive.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 		}
 		return err == nil && resp.StatusCode == http.StatusOK
 	})
 	return base
+}
+
+// newClient returns a client of the service at base whose connections
+// are closed when the test ends, before the service stops.
+func newClient(t *testing.T, base, token string) *client.Client {
+	c := client.New(base, client.Options{Token: token})
+	t.Cleanup(c.Close)
+	return c
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -118,7 +126,7 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{3, 42, 77}})
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(120, 160, 1)...)
 	current := tbl.CurrentSnapshot().SnapshotID
-	cl := client.New(startServe(t, c), client.Options{})
+	cl := newClient(t, startServe(t, c), "")
 	ctx := context.Background()
 
 	queries := []struct{ index, where string }{
@@ -207,10 +215,10 @@ func TestServeRefusesWhatItShould(t *testing.T) {
 	t.Setenv("STREAMIDX_SERVE_TOKEN", "s3cret")
 	base := startServe(t, c)
 	ctx := context.Background()
-	good := client.New(base, client.Options{Token: "s3cret"})
+	good := newClient(t, base, "s3cret")
 
 	for _, token := range []string{"", "wrong"} {
-		_, err := client.New(base, client.Options{Token: token}).Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
+		_, err := newClient(t, base, token).Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
 		if !client.IsStatus(err, http.StatusUnauthorized) {
 			t.Errorf("token %q: %v, want 401", token, err)
 		}
@@ -257,7 +265,7 @@ func TestServeRefusesWhatItShould(t *testing.T) {
 	// GET takes the same parameters.
 	req, _ := http.NewRequest(http.MethodGet, base+"/v1/tables/test.orders/indexes/pk/lookup?where=id+%3D+7&explain=true", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := noKeepAlive.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,16 +278,19 @@ func TestServeRefusesWhatItShould(t *testing.T) {
 	// A time limit shorter than any request.
 	c2 := newCLI(t, warehouse, "serve:\n  timeout: 1ns\n")
 	t.Setenv("STREAMIDX_SERVE_TOKEN", "")
-	_, err = client.New(startServe(t, c2), client.Options{}).Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
+	_, err = newClient(t, startServe(t, c2), "").Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
 	if !client.IsStatus(err, http.StatusRequestTimeout) {
 		t.Errorf("past the time limit: %v, want 408", err)
 	}
 }
 
+// noKeepAlive makes one-off requests that leave no connection open.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // metric reads one sample of the service's /metrics.
 func metric(t *testing.T, base, name string) float64 {
 	t.Helper()
-	resp, err := http.Get(base + "/metrics")
+	resp, err := noKeepAlive.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +318,7 @@ func TestServeExactWhileTheDaemonPublishes(t *testing.T) {
 	addr := freeAddr(t)
 	startDaemon(t, c, "--serve", "--table", "test.orders", "--index", "pk", "--poll-interval", "50ms", "--http", addr, "--stage-dir", t.TempDir())
 	base := "http://" + addr
-	cl := client.New(base, client.Options{})
+	cl := newClient(t, base, "")
 	ctx := context.Background()
 
 	var mu sync.Mutex

@@ -33,6 +33,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	keys := fs.Int64("keys", 1_000_000, "keys are drawn from [0, `N`)")
 	clients := fs.Int("clients", 8, "concurrent `clients`")
 	duration := fs.Duration("duration", 60*time.Second, "length of the service run")
+	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` the lookups are exact for (default: the current one)")
 	others := fs.Duration("others-duration", 20*time.Second, "length of the process and scan runs (0 skips them)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
@@ -60,7 +61,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	}
 	add("service", client.RunLoad(ctx, *clients, *duration, func(ctx context.Context, _, _ int) error {
 		_, w := where()
-		_, err := c.Lookup(ctx, *tableName, *index, client.Request{Where: w})
+		_, err := c.Lookup(ctx, *tableName, *index, client.Request{Where: w, Snapshot: *snapshot})
 		return err
 	}))
 	if *others > 0 {
@@ -71,7 +72,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		base := globalArgs(g)
 		add("process", client.RunLoad(ctx, *clients, *others, func(ctx context.Context, _, _ int) error {
 			_, w := where()
-			cmd := exec.CommandContext(ctx, self, append([]string{"lookup"}, append(base, "--table", *tableName, "--index", *index, "--where", w, "--json")...)...)
+			cmd := exec.CommandContext(ctx, self, append([]string{"lookup"}, append(base, "--table", *tableName, "--index", *index, "--where", w, "--json", "--snapshot", fmt.Sprint(*snapshot))...)...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("streamidx lookup: %w: %s", err, out)
@@ -85,7 +86,11 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		defer e.Close()
 		add("iceberg-go scan", client.RunLoad(ctx, *clients, *others, func(ctx context.Context, _, _ int) error {
 			k, _ := where()
-			_, recs, err := tbl.Scan(table.WithRowFilter(iceberg.EqualTo(iceberg.Reference(*column), k))).ToArrowRecords(ctx)
+			opts := []table.ScanOption{table.WithRowFilter(iceberg.EqualTo(iceberg.Reference(*column), k))}
+			if *snapshot != 0 {
+				opts = append(opts, table.WithSnapshotID(*snapshot))
+			}
+			_, recs, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 			if err != nil {
 				return err
 			}

@@ -52,6 +52,11 @@ type ServeConfig struct {
 	MaxRows int64 `yaml:"max-rows"`
 	// Timeout bounds the time a request may take. Default: 30s.
 	Timeout Duration `yaml:"timeout"`
+	// MetadataMaxAge is how long table and index metadata, once read,
+	// answer before they are read again; an answer for the current table
+	// snapshot may be for one up to this much older than the newest
+	// commit (its header says which). Default: 1s.
+	MetadataMaxAge Duration `yaml:"metadata-max-age"`
 }
 
 // RunConfig configures the daemon, streamidx run.
@@ -258,7 +263,7 @@ func Default() Config {
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
 		Serve: ServeConfig{HTTP: "127.0.0.1:9465", CacheBytes: 256 << 20, MaxPredicateBytes: 64 << 10, MaxRows: 100000,
-			Timeout: Duration(30 * time.Second)},
+			Timeout: Duration(30 * time.Second), MetadataMaxAge: Duration(time.Second)},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -378,6 +383,10 @@ func (c *Config) Set(key, value string) error {
 		c.Serve.MaxPredicateBytes, err = ParseByteSize(value)
 	case "serve.max-rows":
 		c.Serve.MaxRows, err = strconv.ParseInt(value, 10, 64)
+	case "serve.metadata-max-age":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Serve.MetadataMaxAge = Duration(d)
 	case "serve.timeout":
 		var d time.Duration
 		d, err = time.ParseDuration(value)
@@ -597,6 +606,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Serve.MaxRows < 1 {
 		errs = append(errs, fmt.Errorf("serve.max-rows %d: want at least 1", c.Serve.MaxRows))
+	}
+	if c.Serve.MetadataMaxAge <= 0 {
+		errs = append(errs, fmt.Errorf("serve.metadata-max-age %s: want a positive duration", time.Duration(c.Serve.MetadataMaxAge)))
 	}
 	if c.Serve.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("serve.timeout %s: want a positive duration", time.Duration(c.Serve.Timeout)))
