@@ -45,6 +45,8 @@ type Daemon struct {
 	// slots bounds the updates running at once (run.max-parallel-updates).
 	slots    chan struct{}
 	listener net.Listener
+	// mounts are the handlers Mount added to the HTTP server.
+	mounts []mount
 
 	// now is the clock of notification timeouts; beforeStep, when set, is
 	// called before each update step while it holds its slot. Tests set them.
@@ -151,6 +153,18 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		d.listener = ln
 	}
 	return d, nil
+}
+
+type mount struct {
+	pattern string
+	h       http.Handler
+}
+
+// Mount serves h for pattern (a http.ServeMux pattern, such as "/v1/") on
+// the HTTP listener, beside /metrics, /healthz and /readyz: the lookup
+// service of `streamidx run --serve`. Call it before Run.
+func (d *Daemon) Mount(pattern string, h http.Handler) {
+	d.mounts = append(d.mounts, mount{pattern, h})
 }
 
 // Addr is the address the HTTP server listens on; "" when it is off.

@@ -25,6 +25,9 @@ func (d *Daemon) handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	for _, m := range d.mounts {
+		mux.Handle(m.pattern, m.h)
+	}
 	return mux
 }
 

@@ -29,6 +29,10 @@ type RangeFileReadOptions struct {
 	BatchRows int
 	// Allocator allocates the batches' buffers. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Footer is the file's parsed footer, kept from an earlier open of the
+	// same file (Footer), so that it is not read and decoded again.
+	// Default: nil, read from the file.
+	Footer *metadata.FileMetaData
 }
 
 // RangeFileReader reads a range file written by any engine: columns are
@@ -78,7 +82,11 @@ func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts R
 	rr := &RangeFileReader{name: name, src: &storageReader{r: r, size: size}, byID: map[int]int{}}
 	err = rr.guard(func() error {
 		var err error
-		rr.pf, err = file.NewParquetReader(rr.src, file.WithReadProps(parquet.NewReaderProperties(opts.Allocator)))
+		ropts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(opts.Allocator))}
+		if opts.Footer != nil {
+			ropts = append(ropts, file.WithMetadata(opts.Footer))
+		}
+		rr.pf, err = file.NewParquetReader(rr.src, ropts...)
 		if err != nil {
 			return err
 		}
@@ -97,6 +105,10 @@ func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts R
 	}
 	return rr, nil
 }
+
+// Footer is the file's parsed footer, which may be kept and given to later
+// opens of the same file (RangeFileReadOptions.Footer). It is read-only.
+func (r *RangeFileReader) Footer() *metadata.FileMetaData { return r.pf.MetaData() }
 
 // matchColumns finds the file's column for every stored field by field ID
 // and checks its type.

@@ -37,6 +37,9 @@ type globals struct {
 	// sqlitePath is the SQLite catalog database, once a command opened it,
 	// for messages about it.
 	sqlitePath string
+	// serving: the command answers lookups, so the store keeps range file
+	// footers within serve.cache-bytes.
+	serving bool
 }
 
 // sqliteCoder is the error of the SQLite driver (modernc.org/sqlite):
@@ -122,7 +125,11 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 			g.sqlitePath = e.sqlitePath
 		}
 	}()
-	e.store = objstore.New(objstore.Options{IOProperties: e.props, Logger: e.log})
+	so := objstore.Options{IOProperties: e.props, Logger: e.log}
+	if g.serving {
+		so.FooterCacheBytes = int64(cfg.Serve.CacheBytes)
+	}
+	e.store = objstore.New(so)
 	if err := e.openCatalog(ctx); err != nil {
 		e.Close()
 		return nil, err

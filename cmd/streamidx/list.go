@@ -9,8 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/indexinfo"
 )
 
 func init() {
@@ -39,12 +39,16 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	if err != nil {
 		return exitError, err
 	}
-	names, err := e.indexes.List(ctx, id)
+	entries, broken, err := indexinfo.List(ctx, e.indexes, id)
 	if err != nil {
 		return exitError, err
 	}
 	if _, _, err := e.loadTable(ctx, *tableName); err != nil {
-		if len(names) > 0 {
+		if len(entries) > 0 {
+			names := make([]string, len(entries))
+			for i, en := range entries {
+				names[i] = en.Index
+			}
 			err = fmt.Errorf("%w (the index catalog still names %d indexes of it: %s; streamidx drop removes them)",
 				err, len(names), strings.Join(names, ", "))
 		}
@@ -52,26 +56,23 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "INDEX\tTYPE\tSNAPSHOTS\tSOURCE SNAPSHOT\tMETADATA")
-	var broken []error
-	for _, n := range names {
-		md, loc, err := e.indexes.Load(ctx, id, n)
-		if err != nil && !errors.Is(err, format.ErrUnsupportedIndexType) {
-			fmt.Fprintf(tw, "%s\tBROKEN\t-\t-\t%s\n", n, orDashString(loc))
-			broken = append(broken, fmt.Errorf("index %s: %w", n, err))
+	for _, en := range entries {
+		if en.Broken != "" {
+			fmt.Fprintf(tw, "%s\tBROKEN\t-\t-\t%s\n", en.Index, orDashString(en.MetadataLocation))
 			continue
 		}
 		source := "-"
-		if s := md.CurrentSnapshot(); s != nil {
-			source = fmt.Sprint(s.SourceTableSnapshotID)
+		if en.SourceSnapshotID != nil {
+			source = fmt.Sprint(*en.SourceSnapshotID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", n, md.Type, len(md.Snapshots), source, loc)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", en.Index, en.Type, en.Snapshots, source, en.MetadataLocation)
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError, err
 	}
 	if len(broken) > 0 {
 		return exitDifferent, fmt.Errorf("%d of %d indexes cannot be loaded (streamidx rollback or drop repairs them):\n%w",
-			len(broken), len(names), errors.Join(broken...))
+			len(broken), len(entries), errors.Join(broken...))
 	}
 	return exitOK, nil
 }

@@ -1,19 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/planner"
@@ -60,7 +55,7 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	}
 	defer res.Release()
 	if *asJSON {
-		err = writeLookupJSON(stdout, res, *explain)
+		err = res.WriteJSONLines(stdout, *explain)
 	} else {
 		err = writeLookupTable(stdout, res, *explain)
 	}
@@ -113,86 +108,6 @@ func readPredicate(where, file string) (string, error) {
 		return "", fmt.Errorf("%s is blank: give a condition, such as \"id = 42\"", what)
 	}
 	return where, nil
-}
-
-// lookupExplain is the last line of `lookup --json --explain`.
-type lookupExplain struct {
-	Explain struct {
-		Plan      planner.Plan  `json:"plan"`
-		Stats     planner.Stats `json:"stats"`
-		Truncated bool          `json:"truncated"`
-	} `json:"explain"`
-}
-
-// writeLookupJSON writes one JSON object per row, keys in the index's
-// stored field order, then with explain one object holding the plan and
-// the counters.
-func writeLookupJSON(w io.Writer, res *planner.Result, explain bool) error {
-	var line bytes.Buffer
-	for _, b := range res.Batches {
-		for i := range int(b.NumRows()) {
-			line.Reset()
-			line.WriteByte('{')
-			for c, f := range res.Fields {
-				if c > 0 {
-					line.WriteByte(',')
-				}
-				k, _ := json.Marshal(f.Name)
-				v, err := json.Marshal(jsonValue(f.Type, format.ValueAtAs(f.Type, b.Column(c), i)))
-				if err != nil {
-					return fmt.Errorf("write row: field %s: %w", f.Name, err)
-				}
-				line.Write(k)
-				line.WriteByte(':')
-				line.Write(v)
-			}
-			line.WriteString("}\n")
-			if _, err := w.Write(line.Bytes()); err != nil {
-				return err
-			}
-		}
-	}
-	if !explain {
-		return nil
-	}
-	var x lookupExplain
-	x.Explain.Plan, x.Explain.Stats, x.Explain.Truncated = res.Plan, res.Stats, res.Truncated
-	return json.NewEncoder(w).Encode(x)
-}
-
-// jsonValue is a value as JSON shows it: booleans and integers natively,
-// floats as numbers except NaN and the infinities ("NaN", "Infinity",
-// "-Infinity"), everything else as the string FormatValue renders
-// (decimals with their scale, ISO 8601 dates and times, hex bytes).
-func jsonValue(t iceberg.Type, v any) any {
-	if v == nil {
-		return nil
-	}
-	switch x := v.(type) {
-	case bool:
-		return x
-	case float32:
-		return jsonFloat(float64(x))
-	case float64:
-		return jsonFloat(x)
-	}
-	switch t.(type) {
-	case iceberg.Int32Type, iceberg.Int64Type:
-		return v
-	}
-	return format.FormatValue(t, v)
-}
-
-func jsonFloat(f float64) any {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	}
-	return f
 }
 
 // writeLookupTable writes the rows as an aligned table for people.

@@ -15,6 +15,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/tablescan"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/planner"
 )
 
 // liveIDs scans a table snapshot and returns the ids of the rows keep
@@ -43,14 +44,14 @@ func liveIDs(t *testing.T, tbl *table.Table, snapshotID int64, keep func(map[str
 
 // jsonRows reads `lookup --json` output: the rows, and the explain object
 // when the last line is one.
-func jsonRows(t *testing.T, out string) ([]map[string]any, *lookupExplain) {
+func jsonRows(t *testing.T, out string) ([]map[string]any, *planner.ExplainLine) {
 	t.Helper()
 	var rows []map[string]any
-	var x *lookupExplain
+	var x *planner.ExplainLine
 	sc := bufio.NewScanner(strings.NewReader(out))
 	for sc.Scan() {
 		if strings.HasPrefix(sc.Text(), `{"explain":`) {
-			x = &lookupExplain{}
+			x = &planner.ExplainLine{}
 			if err := json.Unmarshal(sc.Bytes(), x); err != nil {
 				t.Fatal(err)
 			}

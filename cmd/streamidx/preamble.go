@@ -90,21 +90,3 @@ func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 	}
 	return s, nil
 }
-
-// findIndexSnapshot picks the index snapshot for a source table snapshot id,
-// or with that index snapshot id; 0 means the current one.
-func findIndexSnapshot(md *format.Metadata, id int64) (*format.Snapshot, error) {
-	if id == 0 {
-		if s := md.CurrentSnapshot(); s != nil {
-			return s, nil
-		}
-		return nil, errors.New("the index has no snapshot yet: run build")
-	}
-	if s := md.SnapshotsForSource(id); len(s) > 0 {
-		return s[0], nil
-	}
-	if s := md.SnapshotByID(id); s != nil {
-		return s, nil
-	}
-	return nil, fmt.Errorf("no index snapshot for source snapshot (or with id) %d", id)
-}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -41,9 +42,11 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	embedded := fs.String("embedded-kafka", "", "start an in-process Kafka broker (kfake) on `host:port` and use it as the brokers; its topics are kept beside the staging directory")
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	rewriteDeletes := fs.Bool("rewrite-deletes", false, "after publishing, turn the table's equality deletes into deletion vectors through an index with _file and _pos (run.rewrite-deletes.enabled)")
+	serveFlag := fs.Bool("serve", false, "answer lookups over HTTP on the --http listener too (see streamidx serve and the serve config section)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
+	g.serving = *serveFlag
 	if len(tables) != len(indexes) {
 		return exitError, fmt.Errorf("--table and --index come in pairs: got %d tables and %d indexes", len(tables), len(indexes))
 	}
@@ -97,6 +100,17 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		return exitError, err
 	}
 	defer d.Close()
+	if *serveFlag && !*once {
+		if cfg.Run.HTTP == "" || cfg.Run.HTTP == "none" {
+			return exitError, errors.New("--serve answers on the --http listener, which is off")
+		}
+		svc, err := newService(e, reg)
+		if err != nil {
+			return exitError, err
+		}
+		d.Mount("/v1/", svc.Handler())
+		warnIfExposed(e, cfg.Run.HTTP)
+	}
 	if *once {
 		res, err := d.RunOnce(ctx)
 		for _, r := range res {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/streamidx/streamidx/internal/indexinfo"
 	"github.com/streamidx/streamidx/internal/verify"
 )
 
@@ -34,7 +35,7 @@ func runVerify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if t.unsupported != nil {
 		return exitError, fmt.Errorf("index %s: %w: nothing to verify", f.index, t.unsupported)
 	}
-	snap, err := findIndexSnapshot(t.md, f.snapshot)
+	snap, err := indexinfo.FindSnapshot(t.md, f.snapshot)
 	if err != nil {
 		return exitError, fmt.Errorf("index %s: %w", f.index, err)
 	}

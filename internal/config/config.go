@@ -28,7 +28,35 @@ type Config struct {
 	Catalog CatalogConfig `yaml:"catalog"`
 	Build   BuildConfig   `yaml:"build"`
 	Run     RunConfig     `yaml:"run"`
+	Serve   ServeConfig   `yaml:"serve"`
 	Log     LogConfig     `yaml:"log"`
+}
+
+// ServeConfig configures the lookup service: `streamidx serve`, and
+// `streamidx run --serve` on the run.http listener.
+type ServeConfig struct {
+	// HTTP is the listen address of `streamidx serve` (run --serve uses
+	// run.http). Default: 127.0.0.1:9465.
+	HTTP string `yaml:"http"`
+	// Token, when set, is required of every request as "Authorization:
+	// Bearer <token>"; it is never logged nor printed. Prefer the
+	// environment variable STREAMIDX_SERVE_TOKEN to a file. Default: none.
+	Token string `yaml:"token"`
+	// CacheBytes bounds the parsed range file footers kept in memory.
+	// Default: 256MiB.
+	CacheBytes ByteSize `yaml:"cache-bytes"`
+	// MaxPredicateBytes bounds a lookup's predicate. Default: 64KiB.
+	MaxPredicateBytes ByteSize `yaml:"max-predicate-bytes"`
+	// MaxRows bounds the rows of an answer: a lookup that would return
+	// more is refused unless it gives a smaller limit. Default: 100000.
+	MaxRows int64 `yaml:"max-rows"`
+	// Timeout bounds the time a request may take. Default: 30s.
+	Timeout Duration `yaml:"timeout"`
+	// MetadataMaxAge is how long table and index metadata, once read,
+	// answer before they are read again; an answer for the current table
+	// snapshot may be for one up to this much older than the newest
+	// commit (its header says which). Default: 1s.
+	MetadataMaxAge Duration `yaml:"metadata-max-age"`
 }
 
 // RunConfig configures the daemon, streamidx run.
@@ -234,6 +262,8 @@ func Default() Config {
 			RetainSnapshots:    10,
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
+		Serve: ServeConfig{HTTP: "127.0.0.1:9465", CacheBytes: 256 << 20, MaxPredicateBytes: 64 << 10, MaxRows: 100000,
+			Timeout: Duration(30 * time.Second), MetadataMaxAge: Duration(time.Second)},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -271,6 +301,7 @@ var Env = map[string]string{
 	"STREAMIDX_BUILD_TARGET_FILE_SIZE": "build.target-file-size",
 	"STREAMIDX_LOG_LEVEL":              "log.level",
 	"STREAMIDX_LOG_FORMAT":             "log.format",
+	"STREAMIDX_SERVE_TOKEN":            "serve.token",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -342,6 +373,24 @@ func (c *Config) Set(key, value string) error {
 		c.Run.RewriteDeletes.Enabled, err = strconv.ParseBool(value)
 	case "run.rewrite-deletes.min-files":
 		c.Run.RewriteDeletes.MinFiles, err = strconv.Atoi(value)
+	case "serve.http":
+		c.Serve.HTTP = value
+	case "serve.token":
+		c.Serve.Token = value
+	case "serve.cache-bytes":
+		c.Serve.CacheBytes, err = ParseByteSize(value)
+	case "serve.max-predicate-bytes":
+		c.Serve.MaxPredicateBytes, err = ParseByteSize(value)
+	case "serve.max-rows":
+		c.Serve.MaxRows, err = strconv.ParseInt(value, 10, 64)
+	case "serve.metadata-max-age":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Serve.MetadataMaxAge = Duration(d)
+	case "serve.timeout":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Serve.Timeout = Duration(d)
 	case "log.level":
 		c.Log.Level = value
 	case "log.format":
@@ -549,6 +598,21 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("run.indexes[%d]: %w", i, err))
 		}
 	}
+	if c.Serve.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("serve.cache-bytes %s: want 0 (no footer cache) or a positive size", c.Serve.CacheBytes))
+	}
+	if c.Serve.MaxPredicateBytes < 1 {
+		errs = append(errs, fmt.Errorf("serve.max-predicate-bytes %s: want a positive size", c.Serve.MaxPredicateBytes))
+	}
+	if c.Serve.MaxRows < 1 {
+		errs = append(errs, fmt.Errorf("serve.max-rows %d: want at least 1", c.Serve.MaxRows))
+	}
+	if c.Serve.MetadataMaxAge <= 0 {
+		errs = append(errs, fmt.Errorf("serve.metadata-max-age %s: want a positive duration", time.Duration(c.Serve.MetadataMaxAge)))
+	}
+	if c.Serve.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("serve.timeout %s: want a positive duration", time.Duration(c.Serve.Timeout)))
+	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
@@ -564,6 +628,9 @@ func (c *Config) Validate() error {
 
 // String prints the effective configuration as YAML.
 func (c Config) String() string {
+	if c.Serve.Token != "" {
+		c.Serve.Token = "<redacted>" // a secret is never printed
+	}
 	out, err := yaml.Marshal(c)
 	if err != nil {
 		return err.Error()

@@ -58,10 +58,18 @@ func (s *Store) OpenRange(ctx context.Context, te *format.TrackingEntry, is *for
 			"it is not the file the index snapshot was written with", size, te.FileSizeInBytes))
 	}
 	cf := &countingFile{File: f}
+	footer, cached := s.footers.get(te.FilePath)
+	if cached && opts.Footer == nil {
+		opts.Footer = footer
+	}
 	r, err := format.OpenRangeFile(cf, te.FilePath, is, opts)
 	if err != nil {
 		f.Close()
 		return nil, err
+	}
+	if !cached && s.opts.FooterCacheBytes > 0 {
+		footer := r.Footer()
+		s.footers.put(te.FilePath, footer, int64(footer.Size()))
 	}
 	if n := r.NumRows(); n != te.RecordCount {
 		err := format.MarkCorruption(te.FilePath, fmt.Errorf("the range file holds %d entries, its tracking entry says %d: "+

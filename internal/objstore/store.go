@@ -29,6 +29,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	iceio "github.com/apache/iceberg-go/io"
 )
 
@@ -47,6 +48,11 @@ type Options struct {
 	// TrackingCacheFiles is how many decoded tracking files are kept, most
 	// recently used first. Default: 32.
 	TrackingCacheFiles int
+	// FooterCacheBytes bounds the parsed Parquet footers of range files
+	// kept, by their encoded size, so that a lookup opens a range file
+	// without reading and decoding its footer again; 0 keeps none.
+	// Default: 0.
+	FooterCacheBytes int64
 	// Logger receives what fails without failing the operation: a directory
 	// fsync after a file became visible. Default: discard.
 	Logger *slog.Logger
@@ -57,7 +63,8 @@ type Options struct {
 type Store struct {
 	opts     Options
 	log      *slog.Logger
-	tracking *trackingCache
+	tracking *lru[*Tracking]
+	footers  *lru[*metadata.FileMetaData]
 
 	mu  sync.Mutex
 	fss map[string]iceio.IO // by scheme and host
@@ -72,7 +79,8 @@ func New(opts Options) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{opts: opts, log: log, tracking: newTrackingCache(opts.TrackingCacheFiles), fss: map[string]iceio.IO{}}
+	return &Store{opts: opts, log: log, tracking: newLRU[*Tracking](opts.TrackingCacheFiles, 0),
+		footers: newLRU[*metadata.FileMetaData](0, opts.FooterCacheBytes), fss: map[string]iceio.IO{}}
 }
 
 // Local returns a Store with the default options: local files only.
@@ -159,6 +167,9 @@ func (s *Store) Remove(ctx context.Context, location string) error {
 	if err != nil {
 		return err
 	}
+	// A removed file's cached forms go with it; the location is not reused.
+	s.tracking.remove(location)
+	s.footers.remove(location)
 	if err := fsys.Remove(location); err != nil {
 		return fmt.Errorf("remove %s: %w", location, err)
 	}

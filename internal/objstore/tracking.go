@@ -2,11 +2,9 @@ package objstore
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/streamidx/streamidx/format"
 )
@@ -25,6 +23,10 @@ type Tracking struct {
 	indexUUID  string // as the header says
 	snapshotID int64
 	schemaKey  string // what the entries were decoded as
+	// ownerIndex and ownerSnapshot are the index and the snapshot that
+	// referenced the file when it was read, which expiry releases it by.
+	ownerIndex    string
+	ownerSnapshot int64
 }
 
 // ReadTracking returns the tracking file of index snapshot snap of the
@@ -76,7 +78,7 @@ func (s *Store) ReadTracking(ctx context.Context, md *format.Metadata, snap *for
 		tf.Entries[i].FilePath = p
 	}
 	t := &Tracking{Entries: tf.Entries, GroupMax: make([]format.Key, len(tf.Entries)), Size: int64(len(data)),
-		indexUUID: tf.IndexUUID, snapshotID: tf.SnapshotID, schemaKey: key}
+		indexUUID: tf.IndexUUID, snapshotID: tf.SnapshotID, schemaKey: key, ownerIndex: md.IndexUUID, ownerSnapshot: snap.SnapshotID}
 	for i := range t.Entries {
 		k, ok := t.Entries[i].GroupMaxKey(is)
 		if !ok {
@@ -88,8 +90,23 @@ func (s *Store) ReadTracking(ctx context.Context, md *format.Metadata, snap *for
 	if err := t.check(loc, md, snap); err != nil {
 		return nil, 0, err
 	}
-	s.tracking.put(loc, t)
+	s.tracking.put(loc, t, t.Size)
 	return t, int64(len(data)), nil
+}
+
+// ReleaseExpiredTracking drops the decoded tracking files of index md's
+// snapshots that md no longer lists (expired, or rolled back), and returns
+// how many it dropped. A process that reads an index's metadata calls it
+// with the newest it read, so that the decoded files live as long as their
+// snapshots do; the store also drops a tracking file it removes itself.
+func (s *Store) ReleaseExpiredTracking(md *format.Metadata) int {
+	live := map[int64]bool{}
+	for _, sn := range md.Snapshots {
+		live[sn.SnapshotID] = true
+	}
+	return s.tracking.removeIf(func(_ string, t *Tracking) bool {
+		return t.ownerIndex == md.IndexUUID && !live[t.ownerSnapshot]
+	})
 }
 
 // check refuses a tracking file whose header names another index or
@@ -118,52 +135,4 @@ func schemaKey(is *format.IndexSchema) string {
 		fmt.Fprintf(&b, "%d,", f.ID)
 	}
 	return b.String()
-}
-
-// trackingCache keeps the most recently used decoded tracking files. They
-// are immutable, so an entry is valid as long as its location is; the bound
-// is a number of files. It is safe for concurrent use.
-type trackingCache struct {
-	mu    sync.Mutex
-	max   int
-	order *list.List // of *cacheItem, most recent first
-	items map[string]*list.Element
-}
-
-type cacheItem struct {
-	location string
-	t        *Tracking
-}
-
-func newTrackingCache(max int) *trackingCache {
-	return &trackingCache{max: max, order: list.New(), items: map[string]*list.Element{}}
-}
-
-func (c *trackingCache) get(location string) (*Tracking, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[location]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*cacheItem).t, true
-}
-
-// put adds t, replacing what the cache holds for its location (decoded
-// with another schema).
-func (c *trackingCache) put(location string, t *Tracking) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.items[location]; ok {
-		el.Value.(*cacheItem).t = t
-		c.order.MoveToFront(el)
-		return
-	}
-	c.items[location] = c.order.PushFront(&cacheItem{location: location, t: t})
-	for c.order.Len() > c.max {
-		last := c.order.Back()
-		c.order.Remove(last)
-		delete(c.items, last.Value.(*cacheItem).location)
-	}
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streamidx/streamidx/serve"
+)
+
+func init() {
+	register(command{name: "serve", summary: "answer lookups over HTTP (the lookup service alone, without updating indexes)", run: runServe})
+}
+
+func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
+	httpAddr := fs.String("http", "", "listen `address` of the lookup service, /metrics and /healthz (default from serve.http: 127.0.0.1:9465)")
+	if err := fs.Parse(args); err != nil {
+		return exitError, err
+	}
+	g.serving = true
+	e, err := openEnv(ctx, g)
+	if err != nil {
+		return exitError, err
+	}
+	defer e.Close()
+	addr := e.cfg.Serve.HTTP
+	if *httpAddr != "" {
+		addr = *httpAddr
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, err := newService(e, reg)
+	if err != nil {
+		return exitError, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/v1/", svc.Handler())
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return exitError, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	warnIfExposed(e, addr)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	e.log.Info("streamidx serve started", "http", ln.Addr().String(), "token", e.cfg.Serve.Token != "")
+	select {
+	case err := <-done:
+		return exitError, err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		// Connections a client opened and never used keep Shutdown
+		// waiting: close them.
+		_ = srv.Close()
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return exitError, err
+	}
+	fmt.Fprintln(stdout, "streamidx serve: stopped")
+	return exitOK, nil
+}
+
+// newService builds the lookup service of the environment's catalogs and
+// store, with the serve section's limits and token.
+func newService(e *env, reg prometheus.Registerer) (*serve.Service, error) {
+	opts := serve.OptionsFromConfig(e.cfg.Serve)
+	opts.Tables, opts.Indexes, opts.Store, opts.Logger, opts.Registerer = e.cat, e.indexes, e.store, e.log, reg
+	return serve.New(opts)
+}
+
+// warnIfExposed logs a warning when the service answers beyond this host
+// without a token.
+func warnIfExposed(e *env, addr string) {
+	if e.cfg.Serve.Token != "" {
+		return
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return
+	}
+	e.log.Warn("the lookup service answers other hosts without a token: set serve.token or STREAMIDX_SERVE_TOKEN", "http", addr)
+}

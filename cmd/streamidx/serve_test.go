@@ -1,0 +1,398 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamidx/streamidx/client"
+	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/planner"
+)
+
+// startServe runs `streamidx serve` in this process until the test ends
+// and returns its base URL.
+func startServe(t *testing.T, c *cli, args ...string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	fs := flag.NewFlagSet("streamidx serve", flag.ContinueOnError)
+	var stderr bytes.Buffer
+	g := &globals{stderr: &stderr}
+	g.register(fs)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := runServe(ctx, g, fs, append(append(append([]string{}, c.base...), "--http", addr), args...), io.Discard); err != nil {
+			t.Errorf("serve: %v\n%s", err, stderr.String())
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	base := "http://" + addr
+	waitFor(t, "streamidx serve answers", func() bool {
+		resp, err := noKeepAlive.Get(base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	return base
+}
+
+// newClient returns a client of the service at base whose connections
+// are closed when the test ends, before the service stops.
+func newClient(t *testing.T, base, token string) *client.Client {
+	c := client.New(base, client.Options{Token: token})
+	t.Cleanup(c.Close)
+	return c
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if cond() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting until %s", what)
+}
+
+// createIndex creates one of the test definitions.
+func createIndex(t *testing.T, c *cli, name string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".json")
+	if err := os.WriteFile(path, []byte(definitions[name]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("create", "--table", "test.orders", "--def", path)
+}
+
+// cliRows runs `streamidx lookup --json` and returns its row lines.
+func cliRows(t *testing.T, c *cli, index, where string, snapshot int64) []string {
+	t.Helper()
+	out := c.ok("lookup", "--table", "test.orders", "--index", index, "--where", where, "--json", "--snapshot", strconv.FormatInt(snapshot, 10))
+	var rows []string
+	sc := bufio.NewScanner(strings.NewReader(out))
+	for sc.Scan() {
+		rows = append(rows, sc.Text())
+	}
+	return rows
+}
+
+func rawRows(rows []json.RawMessage) []string {
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = string(r)
+	}
+	return out
+}
+
+// TestServeAnswersAsLookupJSON: point, IN and range lookups through the
+// service give exactly the rows of `streamidx lookup --json` on the same
+// index, for the index's own table snapshot, for a newer table snapshot
+// the index lags behind (reconciled), and for an older one by id; the
+// header names the snapshots used; the Arrow answer has the same rows; the
+// index list and description are those of list and inspect --json.
+func TestServeAnswersAsLookupJSON(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl, files := testtables.Append(t, tbl, testtables.OrderRows(0, 120, 0)...)
+	first := tbl.CurrentSnapshot().SnapshotID
+	c := newCLI(t, warehouse, "")
+	for _, name := range []string{"pk", "by_customer"} {
+		createIndex(t, c, name)
+		c.ok("build", "--table", "test.orders", "--index", name)
+	}
+	// The index lags two commits behind: a delete and an append.
+	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{3, 42, 77}})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(120, 160, 1)...)
+	current := tbl.CurrentSnapshot().SnapshotID
+	cl := newClient(t, startServe(t, c), "")
+	ctx := context.Background()
+
+	queries := []struct{ index, where string }{
+		{"pk", "id = 42"},
+		{"pk", "id = 77777"},
+		{"pk", "id IN (1, 3, 5, 77, 130, 159)"},
+		{"pk", "id >= 30 AND id < 140"},
+		{"by_customer", "customer_id = 3"},
+		{"by_customer", "customer_id IN (2, 5) AND id > 100"},
+	}
+	for _, snap := range []int64{0, first} {
+		for _, q := range queries {
+			ans, err := cl.Lookup(ctx, "test.orders", q.index, client.Request{Where: q.where, Snapshot: snap})
+			if err != nil {
+				t.Fatalf("%s %q at %d: %v", q.index, q.where, snap, err)
+			}
+			want := cliRows(t, c, q.index, q.where, snap)
+			if got := rawRows(ans.Rows); !slices.Equal(got, want) {
+				t.Errorf("%s %q at snapshot %d: service answered\n%s\nstreamidx lookup --json printed\n%s",
+					q.index, q.where, snap, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			wantTable, wantBehind := current, 2
+			if snap == first {
+				wantTable, wantBehind = first, 0
+			}
+			h := ans.Header
+			if h.TableSnapshotID != wantTable || h.SourceSnapshotID != first || h.CommitsBehind != wantBehind || h.IndexSnapshotID == 0 || h.Rows != int64(len(want)) {
+				t.Errorf("%s %q at %d: header %+v, want table snapshot %d from source %d, %d behind, %d rows", q.index, q.where, snap, h, wantTable, first, wantBehind, len(want))
+			}
+			arrowAns, err := cl.LookupArrow(ctx, "test.orders", q.index, client.Request{Where: q.where, Snapshot: snap})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if arrowAns.NumRows() != int64(len(want)) || arrowAns.IndexSnapshotID != h.IndexSnapshotID || arrowAns.TableSnapshotID != h.TableSnapshotID {
+				t.Errorf("%s %q: arrow answer has %d rows from index snapshot %d for %d, want %d from %d for %d",
+					q.index, q.where, arrowAns.NumRows(), arrowAns.IndexSnapshotID, arrowAns.TableSnapshotID, len(want), h.IndexSnapshotID, h.TableSnapshotID)
+			}
+			arrowAns.Release()
+		}
+	}
+	// Explain: the plan line of lookup --json --explain, with the same plan.
+	ans, err := cl.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 42", Explain: true, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x planner.ExplainLine
+	if err := json.Unmarshal(ans.Explain, &x); err != nil || x.Explain.Plan.IndexSnapshotID != ans.Header.IndexSnapshotID || x.Explain.Plan.Predicate == "" {
+		t.Errorf("explain line %s (%v) does not describe the plan", ans.Explain, err)
+	}
+
+	entries, err := cl.Indexes(ctx, "test.orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 || entries[0].Index != "by_customer" || entries[1].Index != "pk" || entries[1].SourceSnapshotID == nil || *entries[1].SourceSnapshotID != first {
+		t.Errorf("index list %+v, want by_customer and pk built for %d", entries, first)
+	}
+	got, err := cl.Inspect(ctx, "test.orders", "pk", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want inspectOutput
+	if err := json.Unmarshal([]byte(c.ok("inspect", "--table", "test.orders", "--index", "pk", "--json")), &want); err != nil {
+		t.Fatal(err)
+	}
+	gotJSON, _ := json.Marshal(got)
+	wantJSON, _ := json.Marshal(want)
+	if !bytes.Equal(gotJSON, wantJSON) {
+		t.Errorf("GET .../indexes/pk:\n%s\ninspect --json:\n%s", gotJSON, wantJSON)
+	}
+}
+
+// TestServeRefusesWhatItShould: with a token configured (here through
+// STREAMIDX_SERVE_TOKEN) a request without it, or with another, is a 401;
+// a predicate that does not parse is a 400 with the parser's message; a
+// predicate over serve.max-predicate-bytes a 413; an answer over
+// serve.max-rows a 422 unless the request's limit is within it; an unknown
+// table, index or snapshot a 404; a request past serve.timeout a 408.
+func TestServeRefusesWhatItShould(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
+	c := newCLI(t, warehouse, "serve:\n  max-rows: 10\n  max-predicate-bytes: 100\n")
+	createIndex(t, c, "pk")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	t.Setenv("STREAMIDX_SERVE_TOKEN", "s3cret")
+	base := startServe(t, c)
+	ctx := context.Background()
+	good := newClient(t, base, "s3cret")
+
+	for _, token := range []string{"", "wrong"} {
+		_, err := newClient(t, base, token).Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
+		if !client.IsStatus(err, http.StatusUnauthorized) {
+			t.Errorf("token %q: %v, want 401", token, err)
+		}
+	}
+	if _, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"}); err != nil {
+		t.Fatalf("with the token: %v", err)
+	}
+
+	_, perr := planner.Parse("id = = 3")
+	_, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = = 3"})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || ce.Message != perr.Error() {
+		t.Errorf("bad predicate: %v, want 400 with %q", err, perr)
+	}
+	_, err = good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "nosuch = 3"})
+	if !errors.As(err, &ce) || ce.Status != http.StatusBadRequest || !strings.Contains(ce.Message, "unknown column nosuch") {
+		t.Errorf("unknown column: %v, want 400 naming it", err)
+	}
+	long := "id IN (" + strings.Repeat("1, ", 40) + "2)"
+	if _, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: long}); !client.IsStatus(err, http.StatusRequestEntityTooLarge) {
+		t.Errorf("long predicate: %v, want 413", err)
+	}
+	if _, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id < 20"}); !client.IsStatus(err, http.StatusUnprocessableEntity) {
+		t.Errorf("20 rows over a limit of 10: %v, want 422", err)
+	}
+	ans, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id < 20", Limit: 4})
+	if err != nil || len(ans.Rows) != 4 || !ans.Header.Truncated {
+		t.Errorf("limit 4: %v, %+v, want 4 rows, truncated", err, ans)
+	}
+	if ans, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id < 10"}); err != nil || len(ans.Rows) != 10 || ans.Header.Truncated {
+		t.Errorf("10 rows at a limit of 10: %v, %+v", err, ans)
+	}
+	for _, q := range []struct{ table, index string }{{"test.nosuch", "pk"}, {"test.orders", "nosuch"}, {"nons.orders", "pk"}} {
+		if _, err := good.Lookup(ctx, q.table, q.index, client.Request{Where: "id = 1"}); !client.IsStatus(err, http.StatusNotFound) {
+			t.Errorf("%s/%s: %v, want 404", q.table, q.index, err)
+		}
+	}
+	if _, err := good.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1", Snapshot: 12345}); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("unknown snapshot: %v, want 404", err)
+	}
+	if _, err := good.Indexes(ctx, "test.nosuch"); !client.IsStatus(err, http.StatusNotFound) {
+		t.Errorf("indexes of an unknown table: %v, want 404", err)
+	}
+	// GET takes the same parameters.
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/tables/test.orders/indexes/pk/lookup?where=id+%3D+7&explain=true", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := noKeepAlive.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if lines := strings.Split(strings.TrimSpace(string(body)), "\n"); resp.StatusCode != 200 || len(lines) != 3 || !strings.HasPrefix(lines[1], `{"id":7,`) {
+		t.Errorf("GET lookup: %d\n%s", resp.StatusCode, body)
+	}
+
+	// A time limit shorter than any request.
+	c2 := newCLI(t, warehouse, "serve:\n  timeout: 1ns\n")
+	t.Setenv("STREAMIDX_SERVE_TOKEN", "")
+	_, err = newClient(t, startServe(t, c2), "").Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
+	if !client.IsStatus(err, http.StatusRequestTimeout) {
+		t.Errorf("past the time limit: %v, want 408", err)
+	}
+}
+
+// noKeepAlive makes one-off requests that leave no connection open.
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// metric reads one sample of the service's /metrics.
+func metric(t *testing.T, base, name string) float64 {
+	t.Helper()
+	resp, err := noKeepAlive.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no %s in /metrics", name)
+	}
+	v, _ := strconv.ParseFloat(string(m[1]), 64)
+	return v
+}
+
+// TestServeExactWhileTheDaemonPublishes: `streamidx run --serve` answers
+// while it publishes new index snapshots (and expires old ones) under the
+// lookups: every answer holds exactly the rows of the table snapshot it
+// names, and every range file it read belongs to the one index snapshot
+// it names. Range file footers come from the store's cache.
+func TestServeExactWhileTheDaemonPublishes(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndex(t, c, "pk")
+	addr := freeAddr(t)
+	startDaemon(t, c, "--serve", "--table", "test.orders", "--index", "pk", "--poll-interval", "50ms", "--http", addr, "--stage-dir", t.TempDir())
+	base := "http://" + addr
+	cl := newClient(t, base, "")
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	rowsAt := map[int64]int{tbl.CurrentSnapshot().SnapshotID: 40} // table snapshot -> rows
+	waitFor(t, "the first index snapshot", func() bool {
+		_, err := cl.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
+		return err == nil
+	})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	answers := make([]int, 3)
+	for w := range 3 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ans, err := cl.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id >= 0", Explain: true})
+				if err != nil {
+					t.Errorf("lookup while publishing: %v", err)
+					return
+				}
+				mu.Lock()
+				want, known := rowsAt[ans.Header.TableSnapshotID]
+				mu.Unlock()
+				if !known || len(ans.Rows) != want {
+					t.Errorf("answer for table snapshot %d has %d rows, want %d", ans.Header.TableSnapshotID, len(ans.Rows), want)
+					return
+				}
+				var x planner.ExplainLine
+				if err := json.Unmarshal(ans.Explain, &x); err != nil {
+					t.Error(err)
+					return
+				}
+				in, err := cl.Inspect(ctx, "test.orders", "pk", ans.Header.IndexSnapshotID)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				files := map[string]bool{}
+				for _, rf := range in.Tracking.RangeFiles {
+					files[rf.FilePath] = true
+				}
+				for _, fp := range x.Explain.Plan.RangeFiles {
+					if !files[fp.Path] {
+						t.Errorf("answer from index snapshot %d read %s, which is not one of its range files", ans.Header.IndexSnapshotID, fp.Path)
+					}
+				}
+				answers[w]++
+			}
+		})
+	}
+	for i := range 8 {
+		next, _ := testtables.Append(t, tbl, testtables.OrderRows(40+10*i, 50+10*i, 0)...)
+		mu.Lock()
+		rowsAt[next.CurrentSnapshot().SnapshotID] = 50 + 10*i
+		mu.Unlock()
+		tbl = next
+		time.Sleep(150 * time.Millisecond)
+	}
+	waitFor(t, "the index catches up", func() bool {
+		ans, err := cl.Lookup(ctx, "test.orders", "pk", client.Request{Where: "id = 1"})
+		return err == nil && ans.Header.CommitsBehind == 0 && ans.Header.TableSnapshotID == tbl.CurrentSnapshot().SnapshotID
+	})
+	close(stop)
+	wg.Wait()
+	for w, n := range answers {
+		if n == 0 {
+			t.Errorf("client %d got no answer checked", w)
+		}
+	}
+	if metric(t, base, `streamidx_serve_cache_hits_total{cache="footer"}`) == 0 {
+		t.Error("no range file footer came from the cache")
+	}
+}

@@ -1,0 +1,422 @@
+// Package serve answers lookups over HTTP through the indexes that a
+// process keeps warm: `streamidx run --serve` mounts it beside /metrics
+// on the daemon's listener, `streamidx serve` runs it alone. It is a
+// conductor, beside daemon: it loads tables and indexes through the
+// catalogs, asks the planner, and writes the answers; stages never import
+// it.
+//
+// The API, under /v1/tables/{ns.table}/indexes:
+//
+//	GET       .../indexes                  the table's indexes, as `list` shows them
+//	GET       .../indexes/{index}          the index, as `inspect --json` prints it
+//	GET|POST  .../indexes/{index}/lookup   a lookup: where, snapshot, limit, explain
+//
+// A lookup answers JSON lines (a header line, then one object per row as
+// `lookup --json` prints it, then with explain the plan), or an Arrow IPC
+// stream when the request's Accept names application/vnd.apache.arrow.stream.
+// Both say which index snapshot and table snapshot answered, in the
+// Streamidx-Index-Snapshot and Streamidx-Table-Snapshot response headers and,
+// for JSON lines, in the header line. Errors are a JSON object
+// {"error": message, "code": word} with a 4xx or 5xx status.
+//
+// Answers are exact for the requested table snapshot (default: the table's
+// current one) through the planner's reconciliation, and come from one
+// index snapshot: the metadata is taken once per request (read again after
+// Options.MetadataMaxAge). A lookup whose files were expired while it ran
+// is retried on freshly read metadata.
+//
+// Concurrency: a Service is safe for concurrent use.
+package serve
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/iceberg-go/catalog"
+	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/indexinfo"
+	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/planner"
+)
+
+// ArrowStream is the media type of Arrow IPC stream answers.
+const ArrowStream = "application/vnd.apache.arrow.stream"
+
+// Response headers that name the snapshots of an answer.
+const (
+	HeaderIndexSnapshot = "Streamidx-Index-Snapshot"
+	HeaderTableSnapshot = "Streamidx-Table-Snapshot"
+)
+
+// Options configure a Service.
+type Options struct {
+	// Tables is the Iceberg catalog. Required.
+	Tables catalog.Catalog
+	// Indexes is the index catalog. Required.
+	Indexes indexcatalog.Catalog
+	// Store reads index files; its caches are the service's warm state,
+	// shared with the daemon in the same process. Default: a store for
+	// local files only.
+	Store *objstore.Store
+	// Token, when set, must come with every request as "Authorization:
+	// Bearer <token>"; it is never logged. Default: "" (no token).
+	Token string
+	// MaxPredicateBytes bounds the predicate of a lookup. Default: 64KiB.
+	MaxPredicateBytes int
+	// MaxRows bounds the rows of an answer: a lookup that would return
+	// more without a limit at most this large is refused. Default: 100000.
+	MaxRows int64
+	// Timeout bounds the time a request may take. Default: 30s.
+	Timeout time.Duration
+	// MetadataMaxAge is how long a table's and an index's metadata, once
+	// read, answer requests before they are read again: loading a table
+	// with a long history costs more than a lookup. An answer for the
+	// "current" table snapshot may then be for a snapshot up to this much
+	// older than the newest commit (its header names it; it is exact for
+	// it). A request for a snapshot the kept metadata lacks reads it again.
+	// Default: 1s.
+	MetadataMaxAge time.Duration
+	// Logger receives request failures. Default: discard.
+	Logger *slog.Logger
+	// Registerer receives the service's metrics. Default: none.
+	Registerer prometheus.Registerer
+}
+
+// OptionsFromConfig fills the limits and the token of the serve section.
+func OptionsFromConfig(c config.ServeConfig) Options {
+	return Options{Token: c.Token, MaxPredicateBytes: int(c.MaxPredicateBytes), MaxRows: c.MaxRows, Timeout: time.Duration(c.Timeout)}
+}
+
+// Service answers the API. Build it with New and mount Handler.
+type Service struct {
+	opts    Options
+	log     *slog.Logger
+	planner *planner.Planner
+	metrics *metrics
+
+	mu     sync.Mutex
+	loaded map[string]loaded // by "t/ns.table" and "i/ns.table/index"
+}
+
+// New returns a Service and registers its metrics.
+func New(opts Options) (*Service, error) {
+	if opts.Tables == nil || opts.Indexes == nil {
+		return nil, errors.New("serve: Tables and Indexes are required")
+	}
+	if opts.Store == nil {
+		opts.Store = objstore.Local()
+	}
+	if opts.MaxPredicateBytes <= 0 {
+		opts.MaxPredicateBytes = 64 << 10
+	}
+	if opts.MaxRows <= 0 {
+		opts.MaxRows = 100000
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.MetadataMaxAge <= 0 {
+		opts.MetadataMaxAge = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Service{opts: opts, log: opts.Logger, planner: planner.New(planner.Options{Store: opts.Store}), metrics: newMetrics(opts.Store),
+		loaded: map[string]loaded{}}
+	if opts.Registerer != nil {
+		if err := s.metrics.register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("register serve metrics: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// Handler serves the API under /v1/.
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/tables/{table}/indexes", s.wrap("indexes", s.listIndexes))
+	mux.Handle("GET /v1/tables/{table}/indexes/{index}", s.wrap("index", s.inspectIndex))
+	mux.Handle("GET /v1/tables/{table}/indexes/{index}/lookup", s.wrap("lookup", s.lookup))
+	mux.Handle("POST /v1/tables/{table}/indexes/{index}/lookup", s.wrap("lookup", s.lookup))
+	mux.Handle("/v1/", s.wrap("other", func(w http.ResponseWriter, r *http.Request) error {
+		return &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.Method + " " + r.URL.Path}
+	}))
+	return mux
+}
+
+// statusClientClosed counts, in the metrics, the requests whose client went
+// away before the answer (nginx's convention); it is never sent.
+const statusClientClosed = 499
+
+// apiError is an answer other than 200.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// wrap checks the token and the time limit, turns errors into answers and
+// counts the request.
+func (s *Service) wrap(endpoint string, h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		began := time.Now()
+		status := http.StatusOK
+		defer func() {
+			s.metrics.requests.WithLabelValues(endpoint, strconv.Itoa(status)).Inc()
+			s.metrics.seconds.WithLabelValues(endpoint).Observe(time.Since(began).Seconds())
+		}()
+		if !s.authorized(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="streamidx"`)
+			status = http.StatusUnauthorized
+			writeError(w, &apiError{status, "unauthorized", "a bearer token is required: send Authorization: Bearer <token>"})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
+		defer cancel()
+		sw := &startWriter{ResponseWriter: w}
+		err := h(sw, r.WithContext(ctx))
+		if err == nil {
+			return
+		}
+		if sw.started {
+			// The answer was under way: the client sees it cut short.
+			s.log.Warn("lookup service answer cut short", "method", r.Method, "path", r.URL.Path, "err", err)
+			return
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) {
+			ae = s.classify(ctx, err)
+		}
+		status = ae.status
+		if status == statusClientClosed {
+			return // nobody to answer
+		}
+		if status >= 500 {
+			s.log.Error("lookup service request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		writeError(w, ae)
+	})
+}
+
+// startWriter notes whether the answer has begun, after which an error
+// can no longer change its status.
+type startWriter struct {
+	http.ResponseWriter
+	started bool
+}
+
+func (w *startWriter) WriteHeader(code int) {
+	w.started = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *startWriter) Write(p []byte) (int, error) {
+	w.started = true
+	return w.ResponseWriter.Write(p)
+}
+
+func (s *Service) authorized(r *http.Request) bool {
+	if s.opts.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
+}
+
+// classify maps the errors of the catalogs and the planner to answers.
+func (s *Service) classify(ctx context.Context, err error) *apiError {
+	var pe *planner.PredicateError
+	switch {
+	case errors.As(err, &pe):
+		return &apiError{http.StatusBadRequest, "bad_predicate", err.Error()}
+	case errors.Is(ctx.Err(), context.Canceled):
+		return &apiError{statusClientClosed, "client_closed", "the client closed the request"}
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return &apiError{http.StatusRequestTimeout, "timeout",
+			fmt.Sprintf("the request took longer than %s (serve.timeout): narrow the predicate or give a limit", s.opts.Timeout)}
+	case errors.Is(err, catalog.ErrNoSuchTable):
+		return &apiError{http.StatusNotFound, "no_such_table", err.Error()}
+	case errors.Is(err, indexcatalog.ErrIndexNotFound):
+		return &apiError{http.StatusNotFound, "no_such_index", err.Error()}
+	case errors.Is(err, planner.ErrNoIndexSnapshot):
+		return &apiError{http.StatusConflict, "no_index_snapshot", err.Error() + ": the index must be built first"}
+	case errors.Is(err, planner.ErrCannotReconcile), errors.Is(err, format.ErrTableReplaced):
+		return &apiError{http.StatusConflict, "cannot_answer", err.Error()}
+	}
+	return &apiError{http.StatusInternalServerError, "internal", err.Error()}
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Del(HeaderIndexSnapshot)
+	w.Header().Del(HeaderTableSnapshot)
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": e.msg, "code": e.code})
+}
+
+// loaded is a table or an index's metadata as read at a time.
+type loaded struct {
+	at       time.Time
+	tbl      *table.Table
+	md       *format.Metadata
+	location string
+	err      error // of the index: format.ErrUnsupportedIndexType is kept
+}
+
+// fresh returns what was loaded under key less than MetadataMaxAge ago.
+func (s *Service) fresh(key string) (loaded, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, ok := s.loaded[key]
+	return l, ok && time.Since(l.at) < s.opts.MetadataMaxAge
+}
+
+func (s *Service) keep(key string, l loaded) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.loaded) >= maxLoaded {
+		clear(s.loaded) // many tables: start over rather than track use
+	}
+	s.loaded[key] = l
+}
+
+// maxLoaded bounds the tables and indexes whose metadata is kept.
+const maxLoaded = 1024
+
+// loadTable loads the table of the path's {table}, or takes it as read
+// less than MetadataMaxAge ago unless reload is set or it lacks
+// snapshot (a table snapshot id, 0 for none).
+func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*table.Table, table.Identifier, error) {
+	name := r.PathValue("table")
+	id, err := config.ParseTable(name)
+	if err != nil {
+		return nil, nil, &apiError{http.StatusBadRequest, "bad_table", err.Error()}
+	}
+	key := "t/" + strings.Join(id, ".")
+	if l, ok := s.fresh(key); ok && !reload && (snapshot == 0 || l.tbl.SnapshotByID(snapshot) != nil) {
+		return l.tbl, id, nil
+	}
+	began := time.Now()
+	tbl, err := s.opts.Tables.LoadTable(r.Context(), id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
+	}
+	s.keep(key, loaded{at: began, tbl: tbl})
+	return tbl, id, nil
+}
+
+// loadIndex loads the table and the index of the path, or takes them as
+// read less than MetadataMaxAge ago unless reload is set (see loadTable).
+// unsupported is set for an index of a type streamidx does not implement.
+func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (indexinfo.Target, error) {
+	tbl, id, err := s.loadTable(r, snapshot, reload)
+	if err != nil {
+		return indexinfo.Target{}, err
+	}
+	t := indexinfo.Target{TableName: r.PathValue("table"), IndexName: r.PathValue("index"), Table: tbl}
+	key := "i/" + strings.Join(id, ".") + "/" + t.IndexName
+	l, ok := s.fresh(key)
+	if !ok || reload {
+		began := time.Now()
+		l = loaded{at: began}
+		l.md, l.location, l.err = s.opts.Indexes.Load(r.Context(), id, t.IndexName)
+		if l.md != nil && (l.err == nil || errors.Is(l.err, format.ErrUnsupportedIndexType)) {
+			s.keep(key, l)
+			// The metadata read now is the newest this process knows: the
+			// decoded tracking files of snapshots it no longer lists go.
+			s.opts.Store.ReleaseExpiredTracking(l.md)
+		}
+	}
+	t.Metadata, t.MetadataLocation, err = l.md, l.location, l.err
+	if errors.Is(err, format.ErrUnsupportedIndexType) && t.Metadata != nil {
+		t.Unsupported, err = true, nil
+	}
+	if err != nil {
+		return t, fmt.Errorf("load index %s of %s: %w", t.IndexName, t.TableName, err)
+	}
+	if err := format.CheckTable(t.Metadata, tbl); err != nil {
+		return t, fmt.Errorf("index %s of %s: %w", t.IndexName, t.TableName, err)
+	}
+	return t, nil
+}
+
+func (s *Service) listIndexes(w http.ResponseWriter, r *http.Request) error {
+	if _, _, err := s.loadTable(r, 0, false); err != nil {
+		return err
+	}
+	id, _ := config.ParseTable(r.PathValue("table"))
+	entries, _, err := indexinfo.List(r.Context(), s.opts.Indexes, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, map[string]any{"table": r.PathValue("table"), "indexes": entries})
+}
+
+func (s *Service) inspectIndex(w http.ResponseWriter, r *http.Request) error {
+	snapshot, err := intParam(r.URL.Query().Get("snapshot"), "snapshot")
+	if err != nil {
+		return err
+	}
+	t, err := s.loadIndex(r, 0, false)
+	if err != nil {
+		return err
+	}
+	out, err := indexinfo.Inspect(r.Context(), s.opts.Store, t, snapshot)
+	if err != nil {
+		if errors.Is(err, indexinfo.ErrNoSuchSnapshot) {
+			return &apiError{http.StatusNotFound, "no_such_snapshot", err.Error()}
+		}
+		return err
+	}
+	return writeJSON(w, out)
+}
+
+func writeJSON(w http.ResponseWriter, v any) error {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func intParam(v, name string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, &apiError{http.StatusBadRequest, "bad_parameter", fmt.Sprintf("%s %q: want an integer", name, v)}
+	}
+	return n, nil
+}
+
+// isGone reports an error of a file that disappeared under a lookup: an
+// index snapshot expired while it was read.
+func isGone(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// discard drains a request body so that the connection can be reused.
+func discard(r io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(r, 1<<16)) }
+
+// IndexEntry is one index of GET .../indexes, as `streamidx list` shows it.
+type IndexEntry = indexinfo.Entry
+
+// Inspection is the answer of GET .../indexes/{index}, as `streamidx
+// inspect --json` prints it.
+type Inspection = indexinfo.Inspection

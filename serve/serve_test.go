@@ -1,0 +1,152 @@
+package serve_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/client"
+	"github.com/streamidx/streamidx/flush"
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/serve"
+	"github.com/streamidx/streamidx/updater"
+)
+
+// fixture is a table with a pk index in a SQL index catalog, and the
+// service over them on a real listener.
+type fixture struct {
+	t       *testing.T
+	tbl     *table.Table
+	indexes indexcatalog.Catalog
+	store   *objstore.Store
+	client  *client.Client
+}
+
+func newFixture(t *testing.T, rows int) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, rows, 0)...)
+	db, err := indexcatalog.OpenSQLite(filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	store := objstore.New(objstore.Options{FooterCacheBytes: 1 << 20})
+	idx, err := indexcatalog.NewSQL(ctx, db, indexcatalog.DialectSQLite, "default", indexcatalog.WithStore(store))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { idx.Close() })
+	def, err := indexdef.Parse([]byte(`{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), strings.TrimRight(tbl.Location(), "/")+"/indexes/pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.Create(ctx, tbl.Identifier(), "pk", md); err != nil {
+		t.Fatal(err)
+	}
+	// Every request reads the metadata: the tests publish between requests.
+	svc, err := serve.New(serve.Options{Tables: cat, Indexes: idx, Store: store, MetadataMaxAge: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(srv.Close)
+	f := &fixture{t: t, tbl: tbl, indexes: idx, store: store, client: client.New(srv.URL, client.Options{})}
+	f.build()
+	return f
+}
+
+// build publishes an index snapshot for the table's current snapshot.
+func (f *fixture) build() {
+	f.t.Helper()
+	ctx := context.Background()
+	md, _, err := f.indexes.Load(ctx, f.tbl.Identifier(), "pk")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := updater.BuildAndPublish(ctx, f.indexes, f.tbl, "pk", md, f.tbl.CurrentSnapshot(), updater.BuildOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fixture) lookup(where string) *client.Answer {
+	f.t.Helper()
+	ans, err := f.client.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: where})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ans
+}
+
+// TestExpiredSnapshotsTrackingReleased: the decoded tracking file of an
+// index snapshot stays cached while the snapshot lives (a second lookup
+// hits the cache) and is released once another process expired the
+// snapshot, at the service's next read of the index's metadata.
+func TestExpiredSnapshotsTrackingReleased(t *testing.T) {
+	f := newFixture(t, 30)
+	var used []int64
+	for i := range 3 {
+		if i > 0 {
+			f.tbl, _ = testtables.Append(t, f.tbl, testtables.OrderRows(30+10*i, 40+10*i, 0)...)
+			f.build()
+		}
+		ans := f.lookup("id = 1")
+		used = append(used, ans.Header.IndexSnapshotID)
+		if len(ans.Rows) != 1 || ans.Header.CommitsBehind != 0 {
+			t.Fatalf("lookup %d: %+v", i, ans)
+		}
+	}
+	before := f.store.CacheStats().Tracking
+	f.lookup("id = 2")
+	after := f.store.CacheStats().Tracking
+	if after.Entries != 3 || after.Hits <= before.Hits || after.Misses != before.Misses {
+		t.Fatalf("tracking cache %+v after %+v: want the 3 snapshots' files, and the lookup served from it", after, before)
+	}
+
+	// Another process (its own store) expires all but the current snapshot.
+	ctx := context.Background()
+	res, err := flush.Expire(ctx, f.indexes, f.tbl.Identifier(), "pk", func(md *format.Metadata) (*format.IndexSchema, error) {
+		return format.NewIndexSchema(md, f.tbl.Schema())
+	}, flush.ExpireOptions{RetainLast: 1, OrphanGrace: time.Nanosecond, Store: objstore.Local()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.SnapshotsExpired != 2 {
+		t.Fatalf("expired %d snapshots, want the 2 older ones", res.SnapshotsExpired)
+	}
+	ans := f.lookup("id = 3")
+	if ans.Header.IndexSnapshotID != used[2] {
+		t.Errorf("answered from index snapshot %d, want the current %d", ans.Header.IndexSnapshotID, used[2])
+	}
+	if st := f.store.CacheStats().Tracking; st.Entries != 1 || st.Bytes <= 0 {
+		t.Errorf("tracking cache %+v after the expiry, want only the current snapshot's file", st)
+	}
+}
+
+// TestFooterCacheWithinBudget: range file footers are cached up to the
+// budget and a lookup of a file read before takes its footer from there.
+func TestFooterCacheWithinBudget(t *testing.T) {
+	f := newFixture(t, 50)
+	f.lookup("id = 7")
+	first := f.store.CacheStats().Footer
+	f.lookup("id = 7")
+	second := f.store.CacheStats().Footer
+	if first.Entries == 0 || first.Bytes <= 0 || first.Bytes > 1<<20 || second.Hits <= first.Hits {
+		t.Errorf("footer cache %+v then %+v: want footers kept within 1 MiB and the second lookup served from them", first, second)
+	}
+}
