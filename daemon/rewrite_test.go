@@ -2,11 +2,13 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/testtables"
@@ -21,9 +23,22 @@ func TestRunRewritesEqualityDeletes(t *testing.T) {
 	h.cfg.Run.RewriteDeletes.Enabled = true
 	r := h.start(nil)
 	ctx := context.Background()
-	for c := 1; c <= 3; c++ {
-		del := testtables.WriteEqualityDeleteFile(t, h.tbl, 0, nil, []int{1}, []any{int64(c)}, []any{int64(10 + c)})
-		h.tbl, _ = testtables.AppendAndDelete(t, h.tbl, []iceberg.DataFile{del}, testtables.OrderRow(c, 1), testtables.OrderRow(10+c, 1))
+	// 30 upsert commits while the daemon rewrites: a commit that meets a
+	// rewrite's commit is retried on the new head, as a CDC writer does.
+	for c := 1; c <= 30; c++ {
+		for {
+			tbl, err := testtables.TryUpsert(h.tbl, []int64{int64(c), int64(20 + c)}, c)
+			if err == nil {
+				h.tbl = tbl
+				break
+			}
+			if !errors.Is(err, table.ErrCommitFailed) {
+				t.Fatalf("upsert commit %d: %v", c, err)
+			}
+			if h.tbl, err = h.cat.LoadTable(ctx, h.tbl.Identifier()); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	waitFor(t, "no equality delete file is live and both indexes cover the table", func() bool {
 		tbl, err := h.cat.LoadTable(ctx, h.tbl.Identifier())

@@ -22,7 +22,7 @@ func (l liveRecord) rows(t *testing.T, tbl *table.Table) map[string]int {
 	for id, v := range l {
 		rows = append(rows, testtables.OrderRow(int(id), v))
 	}
-	rec, err := record(tbl.Schema(), rows)
+	rec, err := testtables.TryRecord(tbl.Schema(), rows)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestRewriteWhileWriterUpserts(t *testing.T) {
 				var err error
 				for {
 					var next *table.Table
-					if next, err = tryUpsert(tbl, ids, c); err == nil {
+					if next, err = testtables.TryUpsert(tbl, ids, c); err == nil {
 						tbl = next
 						break
 					}

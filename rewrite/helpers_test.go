@@ -9,9 +9,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 
@@ -169,67 +166,9 @@ func sameRows(t *testing.T, what string, want, got map[string]int) {
 // (written by iceberg-go, one file per partition) and their new version.
 func upsert(t *testing.T, tbl *table.Table, ids []int64, version int) *table.Table {
 	t.Helper()
-	tbl, err := tryUpsert(tbl, ids, version)
+	tbl, err := testtables.TryUpsert(tbl, ids, version)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return tbl
-}
-
-var keySchema = iceberg.NewSchema(0, testtables.OrdersSchema.Field(0))
-
-func tryUpsert(tbl *table.Table, ids []int64, version int) (*table.Table, error) {
-	ctx := context.Background()
-	keys := make([][]any, len(ids))
-	rows := make([][]any, len(ids))
-	for i, id := range ids {
-		keys[i] = []any{id}
-		rows[i] = testtables.OrderRow(int(id), version)
-	}
-	keyRec, err := record(keySchema, keys)
-	if err != nil {
-		return nil, err
-	}
-	defer keyRec.Release()
-	rowRec, err := record(tbl.Schema(), rows)
-	if err != nil {
-		return nil, err
-	}
-	defer rowRec.Release()
-	tx := tbl.NewTransaction()
-	deletes, err := tx.WriteEqualityDeletes(ctx, []int{1}, func(yield func(arrow.RecordBatch, error) bool) { yield(keyRec, nil) })
-	if err != nil {
-		return nil, fmt.Errorf("write equality deletes: %w", err)
-	}
-	var files []iceberg.DataFile
-	for df, err := range table.WriteRecords(ctx, tbl, rowRec.Schema(), func(yield func(arrow.RecordBatch, error) bool) { yield(rowRec, nil) }) {
-		if err != nil {
-			return nil, fmt.Errorf("write rows: %w", err)
-		}
-		files = append(files, df)
-	}
-	if err := tx.NewRowDelta(nil).AddRows(files...).AddDeletes(deletes...).Commit(ctx); err != nil {
-		return nil, fmt.Errorf("stage upsert: %w", err)
-	}
-	return tx.Commit(ctx)
-}
-
-// record builds a batch of schema from rows of canonical Go values, as
-// testtables.Record does, returning errors instead of failing a test, for
-// writers in goroutines.
-func record(schema *iceberg.Schema, rows [][]any) (arrow.RecordBatch, error) {
-	sc, err := table.SchemaToArrowSchema(schema, nil, true, false)
-	if err != nil {
-		return nil, err
-	}
-	b := array.NewRecordBuilder(memory.DefaultAllocator, sc)
-	defer b.Release()
-	for _, row := range rows {
-		for i, v := range row {
-			if err := format.AppendValue(b.Field(i), v); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return b.NewRecordBatch(), nil
 }
