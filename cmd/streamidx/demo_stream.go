@@ -611,14 +611,14 @@ func (v *demoView) draw(final bool) {
 	line("streamidx demo: CDC upserts on %s, %d orders a commit, one commit a second: %s", demoTable, v.sd.upserts, phase)
 	line("commits streamed: %d of %d   metrics: %s   daemon log: %s", len(v.commits), v.planned, v.metricsURL, v.logPath)
 	line("")
-	line("%-12s %-7s %14s %9s %9s %9s %21s %10s", "index", "fed by", "commits seen", "lag p50", "lag p99", "entries", "range files rewr/reuse", "snapshots")
+	line("%-12s %-7s %14s %9s %9s %9s %23s %10s", "index", "fed by", "commits seen", "lag p50", "lag p99", "entries", "range files rewr/reuse", "snapshots")
 	for _, name := range demoStreamIndexes {
 		iv := v.idx[name]
 		src := "table"
 		if name == "by_customer" {
 			src = "events"
 		}
-		line("%-12s %-7s %14s %9s %9s %9d %21s %10.0f%s", name, src, fmt.Sprintf("%d/%d", iv.covered, len(v.commits)),
+		line("%-12s %-7s %14s %9s %9s %9d %23s %10.0f%s", name, src, fmt.Sprintf("%d/%d", iv.covered, len(v.commits)),
 			lagString(iv.lags, 0.5), lagString(iv.lags, 0.99), iv.entries, fmt.Sprintf("%.0f/%.0f", iv.rewritten, iv.reused), iv.snapshots,
 			problem(iv.refreshFail))
 	}

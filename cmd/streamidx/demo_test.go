@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -11,7 +13,7 @@ import (
 func runDemoCommand(t *testing.T, dir string) (int, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := run([]string{"demo", "--dir", dir, "--rows", "300", "--log-level", "warn"}, &out, &errb)
+	code := run([]string{"demo", "--tour", "--dir", dir, "--rows", "300", "--log-level", "warn"}, &out, &errb)
 	return code, out.String() + errb.String()
 }
 
@@ -74,5 +76,57 @@ func TestDemoAdoptsAnEmptyDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, demoMarker)); err != nil {
 		t.Errorf("the adopted directory carries no marker: %v", err)
+	}
+}
+
+// TestDemoStreams runs the streaming demo for five commits: its last lines
+// say verify passed for both indexes, both indexes indexed every commit of
+// the stream (pk from the table, by_customer from the change events), the
+// daemon turned equality deletes into deletion vectors, and with stdout not
+// a terminal the progress comes as plain lines without cursor movement.
+func TestDemoStreams(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "streamidx-demo")
+	var out, errb bytes.Buffer
+	code := run([]string{"demo", "--dir", dir, "--rows", "3000", "--upserts", "50", "--duration", "5s", "--log-level", "warn"}, &out, &errb)
+	text := out.String()
+	if code != exitOK {
+		t.Fatalf("demo: exit %d\n%s%s", code, text, errb.String())
+	}
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if n := len(lines); n < 2 || !strings.HasPrefix(lines[n-2], "verify passed for pk: exact") ||
+		!strings.HasPrefix(lines[n-1], "verify passed for by_customer: exact") {
+		t.Fatalf("the demo's last lines should say verify passed for each index:\n%s", text)
+	}
+	if strings.Contains(text, "\x1b[") {
+		t.Errorf("stdout is not a terminal, yet the demo moved the cursor:\n%q", text)
+	}
+	// The last progress line of each index: every one of the 5 commits.
+	for _, index := range []string{"pk", "by_customer"} {
+		re := regexp.MustCompile(`(?m)^\[\d+s\] ` + index + `: (\d+) of (\d+) commits indexed, lag p50 [0-9.]+s p99 [0-9.]+s, 3000 entries`)
+		all := re.FindAllStringSubmatch(text, -1)
+		if len(all) == 0 {
+			t.Fatalf("no progress line for %s:\n%s", index, text)
+		}
+		last := all[len(all)-1]
+		if last[1] != "5" || last[2] != "5" {
+			t.Errorf("%s indexed %s of %s commits at the end, want 5 of 5:\n%s", index, last[1], last[2], text)
+		}
+	}
+	m := regexp.MustCompile(`equality deletes converted into deletion vectors: (\d+) delete files \((\d+) row positions\)`).FindAllStringSubmatch(text, -1)
+	if len(m) == 0 {
+		t.Fatalf("no line about converted deletes:\n%s", text)
+	}
+	files, _ := strconv.Atoi(m[len(m)-1][1])
+	positions, _ := strconv.Atoi(m[len(m)-1][2])
+	if files < 1 || positions < 50 {
+		t.Errorf("converted %d equality delete files (%d positions), want some:\n%s", files, positions, text)
+	}
+	for _, want := range []string{"--explain", "streamidx inspect", "streamidx lookup", dir} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "daemon.log")); err != nil {
+		t.Errorf("the daemon log: %v", err)
 	}
 }
