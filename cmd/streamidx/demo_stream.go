@@ -233,6 +233,9 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	caught := view.waitCaughtUp(ctx, commits[len(commits)-1].SnapshotID, 2*time.Minute)
 	stopView()
 	<-viewDone
+	view.mu.Lock()
+	view.caught = caught
+	view.mu.Unlock()
 	view.refresh(ctx)
 	view.draw(true)
 	if err := stopDaemon(); err != nil {
@@ -403,7 +406,8 @@ type demoView struct {
 	pos      map[int64]int // source snapshot id -> position in commits
 	idx      map[string]*demoIndexView
 	rewrites demoRewrites
-	drawn    int // lines of the screen drawn last on a terminal
+	drawn    int  // lines of the screen drawn last on a terminal
+	caught   bool // the indexes caught up with the stream's end
 }
 
 // demoIndexView is what the view knows of one index.
@@ -579,21 +583,31 @@ func (v *demoView) draw(final bool) {
 	phase := fmt.Sprintf("streaming, %s of %s", elapsed.Round(time.Second), v.sd.duration)
 	if !v.end.IsZero() {
 		phase = fmt.Sprintf("stream ended after %s, the daemon catches up", v.end.Sub(v.start).Round(time.Second))
-		if final {
+		if final && v.caught {
 			phase = fmt.Sprintf("stream ended after %s, the daemon caught up %s later", v.end.Sub(v.start).Round(time.Second),
+				time.Since(v.end).Round(time.Second))
+		} else if final {
+			phase = fmt.Sprintf("stream ended after %s, the daemon did not catch up in %s", v.end.Sub(v.start).Round(time.Second),
 				time.Since(v.end).Round(time.Second))
 		}
 	}
 	conv := fmt.Sprintf("equality deletes converted into deletion vectors: %.0f delete files (%.0f row positions) in %.0f rewrite commits",
 		v.rewrites.files, v.rewrites.positions, v.rewrites.commits)
 	if !v.sd.live {
+		at := elapsed.Round(time.Second).String()
+		if final {
+			at = "caught up"
+			if !v.caught {
+				at = "did not catch up"
+			}
+		}
 		for _, name := range demoStreamIndexes {
 			iv := v.idx[name]
 			fmt.Fprintf(out, "[%s] %s: %d of %d commits indexed, lag p50 %s p99 %s, %d entries, range files %.0f rewritten / %.0f reused, %.0f index snapshots%s\n",
-				elapsed.Round(time.Second), name, iv.covered, len(v.commits), lagString(iv.lags, 0.5), lagString(iv.lags, 0.99), iv.entries,
+				at, name, iv.covered, len(v.commits), lagString(iv.lags, 0.5), lagString(iv.lags, 0.99), iv.entries,
 				iv.rewritten, iv.reused, iv.snapshots, problem(iv.refreshFail))
 		}
-		fmt.Fprintf(out, "[%s] %s\n", elapsed.Round(time.Second), conv)
+		fmt.Fprintf(out, "[%s] %s\n", at, conv)
 		return
 	}
 	var b strings.Builder

@@ -102,7 +102,7 @@ func TestDemoStreams(t *testing.T) {
 	}
 	// The last progress line of each index: every one of the 5 commits.
 	for _, index := range []string{"pk", "by_customer"} {
-		re := regexp.MustCompile(`(?m)^\[\d+s\] ` + index + `: (\d+) of (\d+) commits indexed, lag p50 [0-9.]+s p99 [0-9.]+s, 3000 entries`)
+		re := regexp.MustCompile(`(?m)^\[caught up\] ` + index + `: (\d+) of (\d+) commits indexed, lag p50 [0-9.]+s p99 [0-9.]+s, 3000 entries`)
 		all := re.FindAllStringSubmatch(text, -1)
 		if len(all) == 0 {
 			t.Fatalf("no progress line for %s:\n%s", index, text)
