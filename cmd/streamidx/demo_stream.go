@@ -605,7 +605,7 @@ func (v *demoView) draw(final bool) {
 			iv := v.idx[name]
 			fmt.Fprintf(out, "[%s] %s: %d of %d commits indexed, lag p50 %s p99 %s, %d entries, range files %.0f rewritten / %.0f reused, %.0f index snapshots%s\n",
 				at, name, iv.covered, len(v.commits), lagString(iv.lags, 0.5), lagString(iv.lags, 0.99), iv.entries,
-				iv.rewritten, iv.reused, iv.snapshots, problem(iv.refreshFail))
+				iv.rewritten, iv.reused, iv.snapshots, demoProblem(iv.refreshFail))
 		}
 		fmt.Fprintf(out, "[%s] %s\n", at, conv)
 		return
@@ -634,7 +634,7 @@ func (v *demoView) draw(final bool) {
 		}
 		line("%-12s %-7s %14s %9s %9s %9d %23s %10.0f%s", name, src, fmt.Sprintf("%d/%d", iv.covered, len(v.commits)),
 			lagString(iv.lags, 0.5), lagString(iv.lags, 0.99), iv.entries, fmt.Sprintf("%.0f/%.0f", iv.rewritten, iv.reused), iv.snapshots,
-			problem(iv.refreshFail))
+			demoProblem(iv.refreshFail))
 	}
 	line("")
 	line("%s", conv)
@@ -650,7 +650,7 @@ func lagString(lags []float64, q float64) string {
 	return fmt.Sprintf("%.2fs", percentile(lags, q))
 }
 
-func problem(s string) string {
+func demoProblem(s string) string {
 	if s == "" {
 		return ""
 	}

@@ -2,12 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 func runDemoCommand(t *testing.T, dir string) (int, string) {
@@ -128,5 +135,47 @@ func TestDemoStreams(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "daemon.log")); err != nil {
 		t.Errorf("the daemon log: %v", err)
+	}
+}
+
+// TestDemoVerifyReportsADifferentIndex: the demo's closing verify says
+// FAILED for an index whose range file is broken, with verify's report,
+// which makes the demo exit 1.
+func TestDemoVerifyReportsADifferentIndex(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndexes(t, c, "test.orders")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	ctx := context.Background()
+	e, err := openEnv(ctx, &globals{catalogURI: "sqlite://" + filepath.Join(strings.TrimPrefix(warehouse, "file://"), "catalog.db"),
+		warehouse: warehouse, logLevel: "warn", stderr: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	id := table.Identifier{"test", "orders"}
+	md, _, err := e.indexes.Load(ctx, id, "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := objstore.Local().Walk(ctx, objstore.Join(md.Location, "data"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("range files: %v %v", files, err)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(files[0].Location, "file://"), []byte("not a range file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = e.cat.LoadTable(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	verdict, ok, err := demoVerify(ctx, e, tbl, id, "pk", &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok || !strings.HasPrefix(verdict, "verify FAILED for pk") || !strings.Contains(out.String(), "DIFFERENT") {
+		t.Errorf("a broken index: ok %v, verdict %q, report:\n%s", ok, verdict, out.String())
 	}
 }
