@@ -259,7 +259,6 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 		failed = failed || !ok
 		verdicts = append(verdicts, verdict)
 	}
-	e.Close()
 
 	last := commits[len(commits)-1]
 	order := sd.rows - 1
