@@ -92,6 +92,9 @@ func TestDemoAdoptsAnEmptyDirectory(t *testing.T) {
 // daemon turned equality deletes into deletion vectors, and with stdout not
 // a terminal the progress comes as plain lines without cursor movement.
 func TestDemoStreams(t *testing.T) {
+	// The demo sets the range files' target size for its commands when
+	// unset; restored after the test so that other tests get their own.
+	t.Setenv("STREAMIDX_BUILD_TARGET_FILE_SIZE", "64KiB")
 	dir := filepath.Join(t.TempDir(), "streamidx-demo")
 	var out, errb bytes.Buffer
 	code := run([]string{"demo", "--dir", dir, "--rows", "3000", "--upserts", "50", "--duration", "5s", "--log-level", "warn"}, &out, &errb)
