@@ -194,9 +194,9 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	}
 
 	n := max(int(sd.duration/time.Second), 1)
-	fmt.Fprintf(out, "\n== the stream: %d upsert commits, one a second, %d orders each (equality deletes + new versions), "+
+	fmt.Fprintf(out, "\n== the stream: up to %d upsert commits in %s, one a second, %d orders each (equality deletes + new versions), "+
 		"with Debezium change events on %s and a commit notification on %s; the daemon keeps pk and by_customer fresh "+
-		"and rewrites equality deletes into deletion vectors\n", n, sd.upserts, demoChangeTopic, demoCommitTopic)
+		"and rewrites equality deletes into deletion vectors\n", n, sd.duration, sd.upserts, demoChangeTopic, demoCommitTopic)
 	fmt.Fprintf(out, "metrics: %s (while the stream runs)\ndaemon log: %s\n", metricsURL, logPath)
 	view := &demoView{sd: sd, e: e, id: id, reg: reg, metricsURL: metricsURL, logPath: logPath, planned: n,
 		pos: map[int64]int{}, idx: map[string]*demoIndexView{}}
@@ -211,14 +211,25 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	}()
 	streamStart := time.Now()
 	view.setStart(streamStart)
-	commits, err := workload.Stream(ctx, tbl, workload.StreamOptions{
+	// The stream ends after --duration even when a busy machine makes
+	// commits take longer than a second: ending the context between two
+	// commits stops it without cutting one short.
+	streamCtx, endStream := context.WithCancel(ctx)
+	defer endStream()
+	commits, err := workload.Stream(streamCtx, tbl, workload.StreamOptions{
 		Rows: sd.rows, Upserts: sd.upserts, Pattern: "tail", Interval: time.Second, Commits: n, Seed: 1,
 		Notify: func(ctx context.Context, tbl *table.Table, c workload.Commit) error { return pub.notify(ctx, tbl, &c) },
 		Reload: func(ctx context.Context) (*table.Table, error) { return e.cat.LoadTable(ctx, id) },
 		OnCommit: func(c workload.Commit) {
 			view.addCommit(c)
+			if time.Since(streamStart)+time.Second > sd.duration {
+				endStream()
+			}
 		},
 	})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err()
+	}
 	if err != nil {
 		stopView()
 		<-viewDone
