@@ -84,7 +84,8 @@ crosscheck:
 	@test -d .cache/duckdb/node_modules/@duckdb/node-api || (mkdir -p .cache/duckdb && cd .cache/duckdb && npm install --silent --no-audit --no-fund @duckdb/node-api >/dev/null)
 	cp scripts/crosscheck_parquet.mjs .cache/duckdb/ && node .cache/duckdb/crosscheck_parquet.mjs format/testdata/rangefile_sample.parquet
 
-# The main job on the embedded default: no services needed.
+# The main job on the embedded default, no services needed: a CDC stream
+# for 60s while the daemon keeps two indexes fresh, then verify on both.
 demo: build
 	./bin/streamidx demo --dir streamidx-demo
 

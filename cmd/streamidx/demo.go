@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register(command{name: "demo", summary: "everything embedded: write a table, index it, look up, upsert, update and verify", run: runDemo})
+	register(command{name: "demo", summary: "everything embedded: a CDC stream on a table while the daemon keeps two indexes fresh, then verify (--tour: step by step)", run: runDemo})
 }
 
 // demoDefinitions are the indexes the demo creates on its orders table: a
@@ -40,11 +40,11 @@ cluster: ["bucket(16, customer_id)", customer_id, order_id]
 const demoMarker = ".streamidx-demo"
 
 // demoEntries are what a demo run writes into its directory: the SQLite
-// catalog (with its journal files), the warehouse, the staging store and the
-// index definitions.
+// catalog (with its journal files), the warehouse, the staging store, the
+// index definitions and the streaming demo's daemon log.
 var demoEntries = []string{
 	"catalog.db", "catalog.db-wal", "catalog.db-shm", "catalog.db-journal",
-	"warehouse", "staging", "pk.yaml", "by_customer.yaml",
+	"warehouse", "staging", "pk.yaml", "by_customer.yaml", "daemon.log",
 }
 
 // prepareDemoDir makes dir ready for a fresh demo run: it creates a missing
@@ -81,9 +81,46 @@ func prepareDemoDir(dir string) error {
 	return nil
 }
 
+// demoStep runs one streamidx command as the demo's user would type it,
+// on the demo's catalog and warehouse (base), and prints the command first.
+func demoStep(ctx context.Context, g *globals, stdout io.Writer, base []string, title string, args ...string) error {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	fmt.Fprintf(stdout, "\n== %s\n$ streamidx %s\n", title, strings.Join(quoted, " "))
+	c := commands[args[0]]
+	sub := flag.NewFlagSet("streamidx "+c.name, flag.ContinueOnError)
+	sub.SetOutput(g.stderr)
+	sg := &globals{stderr: g.stderr, logLevel: g.logLevel}
+	sg.register(sub)
+	code, err := c.run(ctx, sg, sub, append(append([]string{}, args[1:]...), base...), stdout)
+	if err != nil {
+		return fmt.Errorf("%s: %w", args[0], err)
+	}
+	if code != exitOK {
+		return fmt.Errorf("%s exited %d", args[0], code)
+	}
+	return nil
+}
+
+// demoBase are the flags that point a command at the demo's catalog and
+// warehouse in dir.
+func demoBase(g *globals, dir string) []string {
+	base := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", "file://" + filepath.Join(dir, "warehouse")}
+	if g.configPath != "" {
+		base = append(base, "--config", g.configPath)
+	}
+	return base
+}
+
 func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	dir := fs.String("dir", "streamidx-demo", "`directory` for the demo's catalog and warehouse: new, empty, or one an earlier demo made (whose files it replaces)")
-	rowsN := fs.Int64("rows", 1_000_000, "orders to write")
+	rowsN := fs.Int64("rows", 0, "orders in the table (default 100000; 1000000 with --tour)")
+	duration := fs.Duration("duration", time.Minute, "how long the CDC stream runs")
+	upserts := fs.Int64("upserts", 500, "orders each commit of the stream upserts")
+	httpAddr := fs.String("http", "127.0.0.1:0", "listen `address` of the daemon's /metrics (port 0: a free port)")
+	tour := fs.Bool("tour", false, "instead of the stream, walk step by step through gen-table, create, build, lookup, one upsert, run --once and verify")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
@@ -94,33 +131,31 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	if err := prepareDemoDir(abs); err != nil {
 		return exitError, err
 	}
-	base := []string{"--catalog-uri", "sqlite://" + filepath.Join(abs, "catalog.db"), "--warehouse", "file://" + filepath.Join(abs, "warehouse")}
-	if g.configPath != "" {
-		base = append(base, "--config", g.configPath)
-	}
-	step := func(title string, args ...string) error {
-		fmt.Fprintf(stdout, "\n== %s\n$ streamidx %s\n", title, strings.Join(args, " "))
-		c := commands[args[0]]
-		sub := flag.NewFlagSet("streamidx "+c.name, flag.ContinueOnError)
-		sub.SetOutput(g.stderr)
-		sg := &globals{stderr: g.stderr, logLevel: g.logLevel}
-		sg.register(sub)
-		code, err := c.run(ctx, sg, sub, append(append([]string{}, args[1:]...), base...), stdout)
-		if err != nil {
-			return fmt.Errorf("%s: %w", args[0], err)
+	if *tour {
+		if *rowsN == 0 {
+			*rowsN = 1_000_000
 		}
-		if code != exitOK {
-			return fmt.Errorf("%s exited %d", args[0], code)
-		}
-		return nil
+		return runDemoTour(ctx, g, abs, *rowsN, stdout)
 	}
+	if *rowsN == 0 {
+		*rowsN = 100_000
+	}
+	return runDemoStream(ctx, g, streamDemo{dir: abs, rows: *rowsN, upserts: *upserts, duration: *duration, http: *httpAddr,
+		stdout: stdout, live: isTerminal(stdout)})
+}
+
+// runDemoTour is the step-by-step walk: every command a user would type,
+// one after the other, with its output.
+func runDemoTour(ctx context.Context, g *globals, abs string, rows int64, stdout io.Writer) (int, error) {
+	base := demoBase(g, abs)
+	step := func(title string, args ...string) error { return demoStep(ctx, g, stdout, base, title, args...) }
 	if os.Getenv("STREAMIDX_BUILD_TARGET_FILE_SIZE") == "" {
 		// Small range files, so that an update visibly rewrites only some.
 		os.Setenv("STREAMIDX_BUILD_TARGET_FILE_SIZE", "1MiB")
 	}
 	began := time.Now()
 	if err := step("write a table of orders (embedded SQLite catalog, local warehouse)",
-		"gen-table", "--table", "demo.orders", "--rows", fmt.Sprint(*rowsN), "--commits", "4"); err != nil {
+		"gen-table", "--table", "demo.orders", "--rows", fmt.Sprint(rows), "--commits", "4"); err != nil {
 		return exitError, err
 	}
 	for _, name := range []string{"pk", "by_customer"} {
@@ -147,9 +182,9 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		"--index", "by_customer", "--where", "customer_id = 7", "--limit", "5"); err != nil {
 		return exitError, err
 	}
-	upserts := min(10_000, *rowsN/10)
+	upserts := min(10_000, rows/10)
 	if err := step("a CDC upsert commit: equality deletes + new versions of existing orders", "gen-table", "--table", "demo.orders",
-		"--rows", fmt.Sprint(*rowsN), "--upsert", fmt.Sprint(upserts), "--pattern", "tail"); err != nil {
+		"--rows", fmt.Sprint(rows), "--upsert", fmt.Sprint(upserts), "--pattern", "tail"); err != nil {
 		return exitError, err
 	}
 	if err := step("the updater aligns both indexes with the new snapshot, rewriting only touched range files", "run", "--once",

@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -34,9 +35,17 @@ type StreamOptions struct {
 	// Default: 1.
 	Seed uint64
 	// Notify, when set, is called after each commit with the table as it
-	// committed, e.g. to announce the commit on Kafka (KafkaNotifier). An
-	// error ends the stream. Default: none.
-	Notify func(ctx context.Context, tbl *table.Table) error
+	// committed and the commit (Took not yet set), e.g. to announce the
+	// commit on Kafka (KafkaNotifier). An error ends the stream. Default:
+	// none.
+	Notify func(ctx context.Context, tbl *table.Table, c Commit) error
+	// Reload, when set, loads the table before each commit, and again when
+	// a commit loses the race with another writer's, which is then made
+	// again (up to 5 attempts): the stream is then not the table's only
+	// writer, e.g. the daemon rewrites equality deletes into deletion
+	// vectors. Without it every commit builds on the stream's own previous
+	// one. Default: none.
+	Reload func(ctx context.Context) (*table.Table, error)
 	// OnCommit, when set, is called after each commit (and its
 	// notification). Default: none.
 	OnCommit func(Commit)
@@ -50,6 +59,10 @@ type Commit struct {
 	SnapshotID, SequenceNumber, TimestampMs int64
 	// Upserts is the number of orders the commit upserted.
 	Upserts int
+	// IDs are the upserted orders, and Version the version of them the
+	// commit wrote (Order(id, Version, seed)): the commit's N.
+	IDs     []int64
+	Version int
 	// Took is the time the commit and its notification took.
 	Took time.Duration
 }
@@ -94,7 +107,7 @@ func Stream(ctx context.Context, tbl *table.Table, opts StreamOptions) ([]Commit
 			return out, err
 		}
 		// Each commit writes the next version of its orders.
-		next, err := Upsert(ctx, tbl, ids, n, opts.Seed)
+		next, err := upsertRetrying(ctx, tbl, ids, n, opts)
 		if err != nil {
 			if ctx.Err() != nil {
 				return out, nil
@@ -102,17 +115,18 @@ func Stream(ctx context.Context, tbl *table.Table, opts StreamOptions) ([]Commit
 			return out, fmt.Errorf("commit %d of the stream: %w", n, err)
 		}
 		tbl = next
+		s := tbl.CurrentSnapshot()
+		c := Commit{N: n, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs,
+			Upserts: len(ids), IDs: ids, Version: n}
 		if opts.Notify != nil {
-			if err := opts.Notify(ctx, tbl); err != nil {
+			if err := opts.Notify(ctx, tbl, c); err != nil {
 				if ctx.Err() != nil {
 					return out, nil
 				}
 				return out, fmt.Errorf("notify commit %d of the stream: %w", n, err)
 			}
 		}
-		s := tbl.CurrentSnapshot()
-		c := Commit{N: n, SnapshotID: s.SnapshotID, SequenceNumber: s.SequenceNumber, TimestampMs: s.TimestampMs,
-			Upserts: len(ids), Took: time.Since(began)}
+		c.Took = time.Since(began)
 		out = append(out, c)
 		if opts.OnCommit != nil {
 			opts.OnCommit(c)
@@ -121,12 +135,51 @@ func Stream(ctx context.Context, tbl *table.Table, opts StreamOptions) ([]Commit
 	return out, nil
 }
 
+// upsertRetrying makes one upsert commit, on the table as opts.Reload
+// finds it when set, and again on the newer table when another writer
+// moved the head first (the catalog says so with table.ErrCommitFailed or
+// with a failed requirement). Making an upsert again is safe even if the
+// failed attempt landed after all: it writes the same version of the same
+// orders.
+func upsertRetrying(ctx context.Context, tbl *table.Table, ids []int64, version int, opts StreamOptions) (*table.Table, error) {
+	const attempts = 5
+	if opts.Reload != nil {
+		t, err := opts.Reload(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("load the table: %w", err)
+		}
+		tbl = t
+	}
+	for attempt := 1; ; attempt++ {
+		next, err := Upsert(ctx, tbl, ids, version, opts.Seed)
+		if err == nil || opts.Reload == nil || attempt == attempts || ctx.Err() != nil {
+			return next, err
+		}
+		fresh, lerr := opts.Reload(ctx)
+		if lerr != nil {
+			return nil, fmt.Errorf("%w (and loading the table again: %v)", err, lerr)
+		}
+		if headID(fresh) == headID(tbl) && !errors.Is(err, table.ErrCommitFailed) {
+			return nil, err
+		}
+		tbl = fresh
+	}
+}
+
+// headID is the current snapshot's id, 0 for none.
+func headID(tbl *table.Table) int64 {
+	if s := tbl.CurrentSnapshot(); s != nil {
+		return s.SnapshotID
+	}
+	return 0
+}
+
 // KafkaNotifier returns a StreamOptions.Notify that produces streamidx's
 // native commit notification of each commit ({"table", "snapshot-id",
 // "sequence-number", "timestamp-ms"}) to topic, and waits for the broker to
 // acknowledge it.
-func KafkaNotifier(client *kgo.Client, topic string) func(context.Context, *table.Table) error {
-	return func(ctx context.Context, tbl *table.Table) error {
+func KafkaNotifier(client *kgo.Client, topic string) func(context.Context, *table.Table, Commit) error {
+	return func(ctx context.Context, tbl *table.Table, _ Commit) error {
 		s := tbl.CurrentSnapshot()
 		v, err := json.Marshal(map[string]any{
 			"table":           strings.Join(tbl.Identifier(), "."),

@@ -93,3 +93,77 @@ func TestStreamCommitsUpsertsAndNotifies(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamWithAnotherWriter: with Reload, a stream whose table another
+// writer commits to between its commits, and once between loading the
+// table and committing on it, makes every commit on top of the other
+// writer's: the head's ancestry holds all of both writers' snapshots.
+func TestStreamWithAnotherWriter(t *testing.T) {
+	cat, _ := testtables.NewCatalog(t)
+	ctx := context.Background()
+	ident := table.Identifier{"w", "orders"}
+	tbl, err := CreateOrders(ctx, cat, ident, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tbl, err = Append(ctx, tbl, 0, 100, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	var others []int64
+	other := func() {
+		t.Helper()
+		cur, err := cat.LoadTable(ctx, ident)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := 100 + int64(len(others))*10
+		next, err := Append(ctx, cur, from, from+10, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		others = append(others, next.CurrentSnapshot().SnapshotID)
+	}
+	loads := 0
+	commits, err := Stream(ctx, tbl, StreamOptions{Rows: 100, Upserts: 10, Interval: 10 * time.Millisecond, Commits: 3,
+		Reload: func(ctx context.Context) (*table.Table, error) {
+			loads++
+			cur, err := cat.LoadTable(ctx, ident)
+			if loads == 2 {
+				other() // commits after this load: the stream's commit on cur fails and is made again
+			}
+			return cur, err
+		},
+		Notify: func(context.Context, *table.Table, Commit) error { other(); return nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(commits) != 3 {
+		t.Fatalf("%d commits, want 3", len(commits))
+	}
+	tbl, err = cat.LoadTable(ctx, ident)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineage := map[int64]bool{}
+	for s := tbl.CurrentSnapshot(); s != nil; {
+		lineage[s.SnapshotID] = true
+		if s.ParentSnapshotID == nil {
+			break
+		}
+		s = tbl.SnapshotByID(*s.ParentSnapshotID)
+	}
+	for _, c := range commits {
+		if !lineage[c.SnapshotID] {
+			t.Errorf("stream commit %d (snapshot %d) is not in the head's ancestry", c.N, c.SnapshotID)
+		}
+	}
+	if len(others) != 4 {
+		t.Fatalf("the other writer committed %d times, want 4", len(others))
+	}
+	for _, id := range others {
+		if !lineage[id] {
+			t.Errorf("the other writer's snapshot %d is not in the head's ancestry", id)
+		}
+	}
+}
