@@ -13,9 +13,9 @@ import (
 	"github.com/streamidx/streamidx/internal/lineage"
 )
 
-// snapshotProperty marks the snapshots a rewrite commits, for people
-// reading the table's history; nothing relies on it.
-const snapshotProperty = "streamidx.rewrite-deletes"
+// snapshotProperty marks the snapshots a rewrite commits: indexes fed by
+// change events move over them without events, since they change no row.
+const snapshotProperty = lineage.RewriteDeletesProperty
 
 // execute writes the plan's delete files and commits them. It reports
 // false when another writer's commit invalidated the plan: the files are

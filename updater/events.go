@@ -238,12 +238,12 @@ func (u *Updater) buildForEvents(ctx context.Context, tbl *table.Table, md *form
 // the first snapshot of chain (the newest, under policy latest) whose
 // commit notification is known, with the position it takes the index to;
 // snapshots before it without a notification are covered by the same
-// events. A leading snapshot that rewrote files only (operation replace)
-// changes no row and needs no notification. nextPos is nil when the
+// events. A leading snapshot that changes no live row (a replace, or a
+// snapshot of rewrite-deletes) needs no notification. nextPos is nil when the
 // notification names none of the table's change topics; next is nil when
 // no snapshot of chain has a known notification yet.
 func (u *Updater) nextNotified(chain []*table.Snapshot, pos eventOffsets) (next *table.Snapshot, nextPos eventOffsets, err error) {
-	if len(chain) > 0 && chain[0].Summary != nil && chain[0].Summary.Operation == table.OpReplace {
+	if len(chain) > 0 && lineage.KeepsLiveRows(chain[0]) {
 		if _, ok := u.opts.Events.CommitOffsets(chain[0].SnapshotID); !ok {
 			return chain[0], maps.Clone(pos), nil
 		}

@@ -79,3 +79,19 @@ func pointers(snaps []table.Snapshot) []*table.Snapshot {
 	}
 	return out
 }
+
+// RewriteDeletesProperty is the snapshot summary property (value "true")
+// that marks the table snapshots committed by streamidx rewrite-deletes:
+// they turn equality deletes into position deletes and change no live row.
+const RewriteDeletesProperty = "streamidx.rewrite-deletes"
+
+// KeepsLiveRows reports whether snapshot s is known to leave the table's
+// live rows as they were: a replace (a compaction, a rewrite of files) or
+// a snapshot of streamidx rewrite-deletes. An index fed by change events
+// may move over such a snapshot without any event.
+func KeepsLiveRows(s *table.Snapshot) bool {
+	if s == nil || s.Summary == nil {
+		return false
+	}
+	return s.Summary.Operation == table.OpReplace || s.Summary.Properties[RewriteDeletesProperty] == "true"
+}
