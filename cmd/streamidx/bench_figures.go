@@ -101,20 +101,11 @@ func benchBuild(ctx context.Context, b *bench) error {
 // index is built with range files of about a tenth of its size, so that an
 // update can reuse some.
 func benchIncremental(ctx context.Context, b *bench) error {
-	dir, err := b.freshTable(ctx, appendTable)
-	if err != nil {
-		return err
-	}
-	e, err := b.openEnvAt(ctx, dir)
+	_, e, id, tbl, err := b.openFreshTable(ctx, appendTable)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	id, _ := config.ParseTable(benchTable)
-	tbl, err := e.cat.LoadTable(ctx, id)
-	if err != nil {
-		return err
-	}
 	rw := compactor.RangeWriterOptions{TargetFileSize: max(b.rows/4, 64<<10), RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store}
 	b.note("incremental: full build of pk with %s range files (the baseline)", humanBytes(rw.TargetFileSize))
 	rebuild, err := b.buildInProcess(ctx, e, tbl, id, "pk", rw)
@@ -176,20 +167,11 @@ func benchIncremental(ctx context.Context, b *bench) error {
 // iceberg-go's filtered scan of the same table (in process, or the
 // `scan-table --key` process).
 func benchLookup(ctx context.Context, b *bench) error {
-	dir, err := b.freshTable(ctx, appendTable)
-	if err != nil {
-		return err
-	}
-	e, err := b.openEnvAt(ctx, dir)
+	dir, e, id, tbl, err := b.openFreshTable(ctx, appendTable)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	id, _ := config.ParseTable(benchTable)
-	tbl, err := e.cat.LoadTable(ctx, id)
-	if err != nil {
-		return err
-	}
 	md, _, err := e.indexes.Load(ctx, id, "pk")
 	if err != nil {
 		return err
@@ -387,4 +369,24 @@ func benchVerify(ctx context.Context, b *bench) error {
 	b.add(figure{Name: "verify.peak_rss", Value: mib(r.maxRSS), Unit: "MiB", Baseline: "build", BaselineValue: ptr(mib(build.maxRSS)),
 		Goal: "<= 1024", Met: ptr(mib(r.maxRSS) <= 1024)})
 	return nil
+}
+
+// openFreshTable copies a pristine table of spec into place and opens it:
+// its directory, the environment (to close), its identifier and the table.
+func (b *bench) openFreshTable(ctx context.Context, spec benchTableSpec) (string, *env, table.Identifier, *table.Table, error) {
+	dir, err := b.freshTable(ctx, spec)
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
+	e, err := b.openEnvAt(ctx, dir)
+	if err != nil {
+		return "", nil, nil, nil, err
+	}
+	id, _ := config.ParseTable(benchTable)
+	tbl, err := e.cat.LoadTable(ctx, id)
+	if err != nil {
+		e.Close()
+		return "", nil, nil, nil, err
+	}
+	return dir, e, id, tbl, nil
 }
