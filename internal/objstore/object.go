@@ -13,6 +13,7 @@ import (
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/io/gocloud/blobfs"
 	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3://, s3a:// and s3n:// locations
+	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 )
@@ -55,11 +56,25 @@ func closeObject(w iceio.FileWriter, location string) error {
 	switch {
 	case err == nil:
 		return nil
-	case gcerrors.Code(err) == gcerrors.FailedPrecondition:
+	case refusedConditionalCreate(err):
 		return fmt.Errorf("publish %s: %w (the object store refused the conditional create: %v)", location, fs.ErrExist, err)
 	default:
 		return fmt.Errorf("publish %s: %w", location, err)
 	}
+}
+
+// refusedConditionalCreate reports whether err is the store's answer to a
+// conditional create of a key that exists (412, PreconditionFailed). The
+// S3 error code is checked as well as gocloud's classification: gocloud
+// reads any operation error whose text contains "301" as a missing bucket
+// (a redirect), and S3 request ids are hex strings that contain "301" now
+// and then, so a lost race would now and then read as "not found".
+func refusedConditionalCreate(err error) bool {
+	if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+		return true
+	}
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "PreconditionFailed"
 }
 
 // readObjectDir lists one level of an object store "directory": the
