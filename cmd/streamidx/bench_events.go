@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -46,22 +45,11 @@ func benchEvent(id int64) []byte {
 func benchEvents(ctx context.Context, b *bench) error {
 	n := max(b.rows/5, 1000)
 	dir := filepath.Join(b.dir, "work", "events")
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	e, err := b.openEnvAt(ctx, dir)
+	e, id, tbl, err := b.newOrdersTable(ctx, dir, 2)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	id, _ := config.ParseTable(benchTable)
-	tbl, err := workload.CreateOrders(ctx, e.cat, id, 2)
-	if err != nil {
-		return err
-	}
 	def, err := indexdef.Parse([]byte(benchEventsDefinition))
 	if err != nil {
 		return err

@@ -12,16 +12,13 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/compactor"
-	"github.com/streamidx/streamidx/daemon"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
-	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/verify"
 	"github.com/streamidx/streamidx/internal/workload"
 	"github.com/streamidx/streamidx/updater"
@@ -86,29 +83,29 @@ type freshResult struct {
 }
 
 func benchFreshness(ctx context.Context, b *bench) error {
-	var todo []freshScenario
+	var chosen []freshScenario
 	for _, sc := range freshScenarios() {
 		if b.want(sc.name) {
-			todo = append(todo, sc)
+			chosen = append(chosen, sc)
 		}
 	}
-	if len(todo) == 0 {
+	if len(chosen) == 0 {
 		return nil
 	}
 	// A baseline runs when the scenario that compares with it does.
 	for _, sc := range freshScenarios() {
-		if sc.alone != "" && slices.ContainsFunc(todo, func(t freshScenario) bool { return t.name == sc.name }) &&
-			!slices.ContainsFunc(todo, func(t freshScenario) bool { return t.name == sc.alone }) {
+		if sc.alone != "" && slices.ContainsFunc(chosen, func(t freshScenario) bool { return t.name == sc.name }) &&
+			!slices.ContainsFunc(chosen, func(t freshScenario) bool { return t.name == sc.alone }) {
 			i := slices.IndexFunc(freshScenarios(), func(t freshScenario) bool { return t.name == sc.alone })
-			todo = append([]freshScenario{freshScenarios()[i]}, todo...)
+			chosen = append([]freshScenario{freshScenarios()[i]}, chosen...)
 		}
 	}
 	if err := b.prepareTable(ctx); err != nil {
 		return err
 	}
 	alone := map[string]*freshResult{}
-	for i, sc := range todo {
-		b.note("scenario %d/%d %s: %d upserts per commit (%s), policy %s, indexes %s", i+1, len(todo), sc.name, sc.upserts,
+	for i, sc := range chosen {
+		b.note("scenario %d/%d %s: %d upserts per commit (%s), policy %s, indexes %s", i+1, len(chosen), sc.name, sc.upserts,
 			sc.pattern, sc.policy, strings.Join(sc.indexes, ", "))
 		res, load, commits, rate, err := b.runScenario(ctx, sc)
 		if err != nil {
@@ -241,22 +238,11 @@ func (b *bench) writeTable(ctx context.Context, e *env) error {
 		b.note("wrote orders %d of %d (%s)", min(from+per, b.rows), b.rows, time.Since(began).Round(time.Second))
 	}
 	for _, name := range []string{"pk", "by_customer"} {
-		def, err := indexdef.Parse([]byte(demoDefinitions[name]))
+		if err := b.createIndex(ctx, e, tbl, id, name); err != nil {
+			return err
+		}
+		md, _, err := e.indexes.Load(ctx, id, name)
 		if err != nil {
-			return err
-		}
-		loc, err := e.indexLocation(tbl, id, name)
-		if err != nil {
-			return err
-		}
-		md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), loc)
-		if err != nil {
-			return err
-		}
-		if _, err := e.indexes.Create(ctx, id, name, md); err != nil {
-			return err
-		}
-		if md, _, err = e.indexes.Load(ctx, id, name); err != nil {
 			return err
 		}
 		began, last := time.Now(), time.Now()
@@ -327,23 +313,9 @@ func (b *bench) runScenario(ctx context.Context, sc freshScenario) (map[string]*
 	cfg.Run.Kafka.Brokers, cfg.Run.Kafka.CommitTopic = cluster.ListenAddrs(), benchCommitTopic
 	// Every index snapshot stays, to measure the lag of each commit.
 	cfg.Run.RetainSnapshots, cfg.Run.MaxSnapshotAge = math.MaxInt32, 0
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(e.cat, e.indexes, e.store, cfg, b.log, reg)
+	_, reg, stop, err := runDaemonInProcess(ctx, e, cfg, b.log)
 	if err != nil {
 		return nil, 0, 0, 0, err
-	}
-	runErr := make(chan error, 1)
-	go func() { runErr <- d.Run(context.WithoutCancel(ctx)) }()
-	stopped := false
-	stop := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		if err := d.Close(); err != nil {
-			return err
-		}
-		return <-runErr
 	}
 	defer stop()
 

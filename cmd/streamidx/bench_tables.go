@@ -96,23 +96,11 @@ func (b *bench) freshTable(ctx context.Context, spec benchTableSpec) (string, er
 }
 
 func (b *bench) writeStoredTable(ctx context.Context, spec benchTableSpec) error {
-	dir := b.tableDir(spec.name)
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	e, err := b.openEnvAt(ctx, dir)
+	e, id, tbl, err := b.newOrdersTable(ctx, b.tableDir(spec.name), 3)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	id, _ := config.ParseTable(benchTable)
-	tbl, err := workload.CreateOrders(ctx, e.cat, id, 3)
-	if err != nil {
-		return err
-	}
 	const appends = 4
 	per := (b.rows + appends - 1) / appends
 	began := time.Now()
@@ -139,6 +127,29 @@ func (b *bench) writeStoredTable(ctx context.Context, spec benchTableSpec) error
 	}
 	_, err = b.buildInProcess(ctx, e, tbl, id, "pk", compactor.RangeWriterOptions{})
 	return err
+}
+
+// newOrdersTable empties dir and opens an environment there with a new
+// orders table of the given format version: the environment (to close),
+// the table's identifier and the table.
+func (b *bench) newOrdersTable(ctx context.Context, dir string, formatVersion int) (*env, table.Identifier, *table.Table, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, nil, err
+	}
+	e, err := b.openEnvAt(ctx, dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	id, _ := config.ParseTable(benchTable)
+	tbl, err := workload.CreateOrders(ctx, e.cat, id, formatVersion)
+	if err != nil {
+		e.Close()
+		return nil, nil, nil, err
+	}
+	return e, id, tbl, nil
 }
 
 // createIndex defines index name (one of the demo's) on tbl.

@@ -18,7 +18,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/streamidx/streamidx/daemon"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/lineage"
@@ -169,23 +168,9 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	cfg.Run.Kafka.Brokers, cfg.Run.Kafka.CommitTopic = cluster.ListenAddrs(), demoCommitTopic
 	cfg.Run.Kafka.ChangeTopics = []string{demoChangeTopic + "=" + demoTable}
 	cfg.Run.RewriteDeletes.Enabled = true
-	reg := prometheus.NewRegistry()
-	d, err := daemon.New(e.cat, e.indexes, e.store, cfg, e.log, reg)
+	d, reg, stopDaemon, err := runDaemonInProcess(ctx, e, cfg, e.log)
 	if err != nil {
 		return exitError, fmt.Errorf("start the daemon: %w", err)
-	}
-	runErr := make(chan error, 1)
-	go func() { runErr <- d.Run(context.WithoutCancel(ctx)) }()
-	stopped := false
-	stopDaemon := func() error {
-		if stopped {
-			return nil
-		}
-		stopped = true
-		if err := d.Close(); err != nil {
-			return err
-		}
-		return <-runErr
 	}
 	defer stopDaemon()
 	metricsURL := "(off)"

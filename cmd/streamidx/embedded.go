@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamidx/streamidx/daemon"
+	"github.com/streamidx/streamidx/internal/config"
 )
 
 // startEmbeddedBroker starts franz-go's in-process Kafka-protocol broker on
@@ -36,4 +42,29 @@ func startEmbeddedBroker(addr, stageDir string) (*kfake.Cluster, error) {
 		return nil, fmt.Errorf("start embedded kafka on %s: %w", addr, err)
 	}
 	return cluster, nil
+}
+
+// runDaemonInProcess runs the daemon in this process on e's catalogs and store,
+// with a registry of its own. stop closes it and returns what its run
+// ended with; later calls do nothing.
+func runDaemonInProcess(ctx context.Context, e *env, cfg config.Config, log *slog.Logger) (*daemon.Daemon, *prometheus.Registry, func() error, error) {
+	reg := prometheus.NewRegistry()
+	d, err := daemon.New(e.cat, e.indexes, e.store, cfg, log, reg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- d.Run(context.WithoutCancel(ctx)) }()
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		if err := d.Close(); err != nil {
+			return err
+		}
+		return <-runErr
+	}
+	return d, reg, stop, nil
 }
