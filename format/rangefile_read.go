@@ -33,6 +33,12 @@ type RangeFileReadOptions struct {
 	// same file (Footer), so that it is not read and decoded again.
 	// Default: nil, read from the file.
 	Footer *metadata.FileMetaData
+	// Streamed reads column chunks in pieces of 16 KiB as the decoder
+	// asks, rather than each chunk whole: a lookup that seeks with the
+	// offset index to one page then reads about that page, not the chunk
+	// of its row group, at the price of more, smaller reads for one that
+	// reads chunks whole. Default false.
+	Streamed bool
 }
 
 // RangeFileReader reads a range file written by any engine: columns are
@@ -82,7 +88,12 @@ func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts R
 	rr := &RangeFileReader{name: name, src: &storageReader{r: r, size: size}, byID: map[int]int{}}
 	err = rr.guard(func() error {
 		var err error
-		ropts := []file.ReadOption{file.WithReadProps(parquet.NewReaderProperties(opts.Allocator))}
+		props := parquet.NewReaderProperties(opts.Allocator)
+		if opts.Streamed {
+			props.BufferedStreamEnabled = true
+			props.BufferSize = 16 << 10
+		}
+		ropts := []file.ReadOption{file.WithReadProps(props)}
 		if opts.Footer != nil {
 			ropts = append(ropts, file.WithMetadata(opts.Footer))
 		}

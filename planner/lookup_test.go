@@ -14,6 +14,7 @@ import (
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -131,40 +132,60 @@ func TestLookupEqualsFilteredScan(t *testing.T) {
 			tbl := history(t, fv)
 			snap := tbl.CurrentSnapshot()
 			rows := scanTable(t, tbl, snap)
-			p := New(Options{})
-			for _, name := range slices.Sorted(func(yield func(string) bool) {
-				for k := range casesByIndex {
-					if !yield(k) {
-						return
+			for _, pc := range plannerCases() {
+				p := pc.p
+				for _, name := range slices.Sorted(func(yield func(string) bool) {
+					for k := range casesByIndex {
+						if !yield(k) {
+							return
+						}
 					}
-				}
-			}) {
-				for _, layout := range []struct {
-					name string
-					opts compactor.RangeWriterOptions
-				}{{"small", buildSmall}, {"paged", buildPaged}} {
-					md := newIndex(t, tbl, name)
-					buildIndex(t, tbl, md, snap, layout.opts)
-					for _, tc := range casesByIndex[name] {
-						t.Run(name+"/"+layout.name+"/"+tc.where, func(t *testing.T) {
-							res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where})
-							if err != nil {
-								t.Fatalf("lookup: %v", err)
-							}
-							defer res.Release()
-							got, want := resultRows(res), expectedRows(res.Fields, rows, tc.want)
-							if !slices.Equal(got, want) {
-								t.Errorf("%d rows, want %d:%s", len(got), len(want), diffRows(got, want))
-							}
-							if res.Stats.Rows != int64(len(got)) || res.Plan.CommitsBehind != 0 {
-								t.Errorf("stats %+v, plan behind %d", res.Stats, res.Plan.CommitsBehind)
-							}
-							checkLocations(t, res)
-						})
+				}) {
+					for _, layout := range []struct {
+						name string
+						opts compactor.RangeWriterOptions
+					}{{"small", buildSmall}, {"paged", buildPaged}} {
+						md := newIndex(t, tbl, name)
+						buildIndex(t, tbl, md, snap, layout.opts)
+						for _, tc := range casesByIndex[name] {
+							t.Run(pc.name+"/"+name+"/"+layout.name+"/"+tc.where, func(t *testing.T) {
+								for range pc.times {
+									res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where})
+									if err != nil {
+										t.Fatalf("lookup: %v", err)
+									}
+									got, want := resultRows(res), expectedRows(res.Fields, rows, tc.want)
+									if !slices.Equal(got, want) {
+										t.Errorf("%d rows, want %d:%s", len(got), len(want), diffRows(got, want))
+									}
+									if res.Stats.Rows != int64(len(got)) || res.Plan.CommitsBehind != 0 {
+										t.Errorf("stats %+v, plan behind %d", res.Stats, res.Plan.CommitsBehind)
+									}
+									checkLocations(t, res)
+									res.Release()
+								}
+							})
+						}
 					}
 				}
 			}
 		})
+	}
+}
+
+// plannerCase is a planner the lookup tests run through, and how many
+// times each lookup runs: a planner whose store keeps a lookup cache
+// answers each lookup twice, the second time from what the first cached.
+type plannerCase struct {
+	name  string
+	p     *Planner
+	times int
+}
+
+func plannerCases() []plannerCase {
+	return []plannerCase{
+		{"uncached", New(Options{}), 1},
+		{"cached", New(Options{Store: objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})}), 2},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -206,7 +207,7 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 		TableSnapshotID: target.SnapshotID, CommitsBehind: behind, Predicate: pred.String(),
 	}
 	if behind > 0 {
-		if run.recon, err = newReconciler(ctx, tbl, source, target, targetSchema, is, p.opts.Allocator); err != nil {
+		if run.recon, err = p.reconciler(ctx, tbl, md, source, target, targetSchema, run); err != nil {
 			return nil, err
 		}
 		run.res.Plan.RemovedDataFiles = run.recon.removed
@@ -219,6 +220,25 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 		return nil, err
 	}
 	return run.res, nil
+}
+
+// reconciler returns the reconciler of an index snapshot built for table
+// snapshot source with target: from the store's lookup cache when it keeps
+// one, so that the lookups of a lagging index do not each read the
+// manifests and delete files of the commits since.
+func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.Metadata, source, target *table.Snapshot, schema *iceberg.Schema, ru *run) (*reconciler, error) {
+	if !p.opts.Store.LookupCaching() {
+		return newReconciler(ctx, tbl, source, target, schema, ru.is, p.opts.Allocator)
+	}
+	key := fmt.Sprintf("reconcile/%s/%s/%d/%d/%s", md.IndexUUID, tbl.Metadata().TableUUID(), source.SnapshotID, target.SnapshotID, ru.layoutKey())
+	return objstore.Cached(p.opts.Store, md.Location, key, func() (*reconciler, int64, error) {
+		rc, err := newReconciler(ctx, tbl, source, target, schema, ru.is, memory.DefaultAllocator)
+		if err != nil {
+			return nil, 0, err
+		}
+		rc.shared = true
+		return rc, rc.size(), nil
+	})
 }
 
 // chooseSnapshot walks from the target table snapshot to its ancestors and

@@ -33,6 +33,12 @@ type run struct {
 	limit           int64
 	recon           *reconciler
 	res             *Result
+	// narrow is set when the lookup has few key ranges, which land in few
+	// pages; cached when it then reads range files through the store's
+	// lookup cache (readCached); layout is layoutKey's memo.
+	narrow bool
+	cached bool
+	layout string
 }
 
 func (p *Planner) newRun(is *format.IndexSchema, r *resolved, limit int64) (*run, error) {
@@ -93,6 +99,8 @@ func (ru *run) execute(ctx context.Context, md *format.Metadata, snap *format.Sn
 		why = chooseFiles(types, t.GroupMax, ranges)
 	}
 	plan.KeyRanges = len(ranges)
+	ru.narrow = len(ranges) <= maxNarrowRanges
+	ru.cached = ru.p.opts.Store.LookupCaching() && ru.narrow
 	for _, kr := range ranges[:min(len(ranges), maxExplainRanges)] {
 		plan.KeyRangeSample = append(plan.KeyRangeSample, formatRange(types, kr))
 	}
@@ -144,7 +152,10 @@ func (ru *run) prunedByStats(stats map[int]*format.FieldStats) (string, bool) {
 
 // readRangeFile reads the row groups of one range file that may match.
 func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *FilePlan) error {
-	rf, err := ru.p.opts.Store.OpenRange(ctx, te, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem})
+	if field := ru.pageField(); ru.cached && field >= 0 {
+		return ru.readCached(ctx, te, fp, field)
+	}
+	rf, err := ru.p.opts.Store.OpenRange(ctx, te, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem, Streamed: ru.narrow})
 	if err != nil {
 		return err
 	}
@@ -233,13 +244,7 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 // pages that may match; all is true when no page could be pruned (or the
 // file has no page index), and the whole row group is read.
 func (ru *run) candidateRows(rf *format.RangeFileReader, g int) (rows []int64, all bool, err error) {
-	field := -1
-	for _, f := range ru.is.ClusterFields() {
-		if _, ok := ru.r.sets[f.ID]; ok && f.Stored() {
-			field = f.ID
-			break
-		}
-	}
+	field := ru.pageField()
 	if field < 0 {
 		return nil, true, nil
 	}
@@ -276,6 +281,17 @@ func (ru *run) candidateRows(rf *format.RangeFileReader, g int) (rows []int64, a
 		}
 	}
 	return rows, false, nil
+}
+
+// pageField is the first cluster field the predicate restricts that range
+// files store, whose page index prunes pages, or -1.
+func (ru *run) pageField() int {
+	for _, f := range ru.is.ClusterFields() {
+		if _, ok := ru.r.sets[f.ID]; ok && f.Stored() {
+			return f.ID
+		}
+	}
+	return -1
 }
 
 // filterColumns lists the stored fields the filters read.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,9 +32,26 @@ type reconciler struct {
 	live    map[string]dataFile    // data files live at T, by path
 	added   []dataFile             // live at T, not at S, in manifest order
 	removed int                    // live at S, not at T
-	state   map[string]*fileState  // deletes at T of files with matches
 	is      *format.IndexSchema
+
+	// A reconciler is kept in the store's lookup cache and shared by the
+	// lookups of one index snapshot and table snapshot: what it learns is
+	// kept under mu.
+	mu    sync.Mutex
+	state map[string]*fileState // deletes at T of files with matches
+	// entries of the live rows of the added data files, once computed
+	// (addedEntries); addedDone is set then.
+	addedMu   sync.Mutex
+	entries   []arrow.RecordBatch
+	addedRows int64
+	addedDone bool
+	// shared is set on a reconciler kept in the cache.
+	shared bool
 }
+
+// maxCachedAddedRows bounds the rows of added data files whose index
+// entries a cached reconciler keeps; beyond it each lookup scans them.
+const maxCachedAddedRows = 1 << 20
 
 type dataFile struct {
 	file iceberg.DataFile
@@ -61,16 +79,23 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 		fs: fsys, schema: schema, live: map[string]dataFile{}, state: map[string]*fileState{}, is: is,
 		opts: tablescan.Options{NameMapping: tbl.NameMapping(), FormatVersion: tbl.Metadata().Version(), Allocator: mem},
 	}
+	return rc, rc.plan(ctx, tbl, from, to)
+}
+
+// plan lists the data files live at T, those added and removed since S,
+// and the delete files of T.
+func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *table.Snapshot) error {
+	fsys := rc.fs
 	toManifests, err := to.Manifests(fsys)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", to.SnapshotID, err)
+		return fmt.Errorf("read manifest list of snapshot %d: %w", to.SnapshotID, err)
 	}
 	// Without a snapshot to start from (a table scan), every data file of
 	// to is added.
 	var fromManifests []iceberg.ManifestFile
 	if from != nil {
 		if fromManifests, err = from.Manifests(fsys); err != nil {
-			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", from.SnapshotID, err)
+			return fmt.Errorf("read manifest list of snapshot %d: %w", from.SnapshotID, err)
 		}
 	}
 	// Manifests are immutable: one listed by both snapshots lists the same
@@ -87,7 +112,7 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 		own := !shared[m.FilePath()]
 		for e, err := range m.Entries(fsys, true) {
 			if err != nil {
-				return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
 			}
 			df := dataFile{file: e.DataFile(), seq: e.SequenceNum()}
 			rc.live[df.file.FilePath()] = df
@@ -107,7 +132,7 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 		}
 		for e, err := range m.Entries(fsys, true) {
 			if err != nil {
-				return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
 			}
 			p := e.DataFile().FilePath()
 			old[p] = true
@@ -121,10 +146,8 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 			rc.added = append(rc.added, df)
 		}
 	}
-	if rc.deletes, err = tablescan.PlanDeletes(ctx, tbl, to); err != nil {
-		return nil, err
-	}
-	return rc, nil
+	rc.deletes, err = tablescan.PlanDeletes(ctx, tbl, to)
+	return err
 }
 
 // dropDeleted clears keep[i] for the kept rows of an index batch whose row
@@ -189,14 +212,17 @@ func (rc *reconciler) isLive(ctx context.Context, ru *run, path string, pos int6
 // positions are read once.
 func (rc *reconciler) fileState(ctx context.Context, ru *run, df dataFile) (*fileState, error) {
 	path := df.file.FilePath()
-	if st, ok := rc.state[path]; ok {
+	rc.mu.Lock()
+	st, ok := rc.state[path]
+	rc.mu.Unlock()
+	if ok {
 		return st, nil
 	}
 	deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.file, df.seq, rc.opts)
 	if err != nil {
 		return nil, err
 	}
-	st := &fileState{deletes: deletes}
+	st = &fileState{deletes: deletes}
 	for _, set := range deletes.Equality {
 		cols, ok := rc.storedColumns(ru, set.FieldIDs)
 		if !ok {
@@ -207,7 +233,9 @@ func (rc *reconciler) fileState(ctx context.Context, ru *run, df dataFile) (*fil
 		}
 		st.eqCols = append(st.eqCols, cols)
 	}
+	rc.mu.Lock()
 	rc.state[path] = st
+	rc.mu.Unlock()
 	return st, nil
 }
 
@@ -248,37 +276,108 @@ func (rc *reconciler) livePositions(ctx context.Context, df dataFile, deletes *t
 }
 
 // scanAdded reads the data files added after S, computes the index entries
-// of their live rows and keeps those that match.
+// of their live rows and keeps those that match. A cached reconciler
+// computes the entries once and filters them for every lookup.
 func (rc *reconciler) scanAdded(ctx context.Context, ru *run) error {
+	st := &ru.res.Stats
+	if rc.shared {
+		entries, rows, ok, err := rc.addedEntries(ctx, ru)
+		if err != nil {
+			return err
+		}
+		if ok {
+			st.DataFilesScanned += len(rc.added)
+			st.DataRowsScanned += rows
+			for _, b := range entries {
+				if err := ru.consume(ctx, b, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	return rc.eachAdded(ctx, ru, ru.mem, func() { st.DataFilesScanned++ }, func(src, stored arrow.RecordBatch) error {
+		st.DataRowsScanned += src.NumRows()
+		return ru.consume(ctx, stored, false)
+	})
+}
+
+// addedEntries returns the stored fields of the index entries of the live
+// rows of the added data files, computed on first use and kept, and the
+// rows read for them; ok is false when the added files hold more than
+// maxCachedAddedRows rows, which each lookup scans instead.
+func (rc *reconciler) addedEntries(ctx context.Context, ru *run) (entries []arrow.RecordBatch, rows int64, ok bool, err error) {
+	rc.addedMu.Lock()
+	defer rc.addedMu.Unlock()
+	if rc.addedDone {
+		return rc.entries, rc.addedRows, true, nil
+	}
+	var total int64
+	for _, df := range rc.added {
+		total += df.file.Count()
+	}
+	if total > maxCachedAddedRows {
+		return nil, 0, false, nil
+	}
+	err = rc.eachAdded(ctx, ru, memory.DefaultAllocator, func() {}, func(src, stored arrow.RecordBatch) error {
+		stored.Retain()
+		entries = append(entries, stored)
+		rows += src.NumRows()
+		return nil
+	})
+	if err != nil {
+		for _, b := range entries {
+			b.Release()
+		}
+		return nil, 0, false, err
+	}
+	rc.entries, rc.addedRows, rc.addedDone = entries, rows, true
+	return entries, rows, true, nil
+}
+
+// eachAdded calls fn with every batch of live rows of the added data files
+// and the stored fields of their index entries, allocated with mem, and
+// onFile before it reads each file.
+func (rc *reconciler) eachAdded(ctx context.Context, ru *run, mem memory.Allocator, onFile func(), fn func(src, stored arrow.RecordBatch) error) error {
 	cols, err := tablescan.TopLevelColumns(rc.schema, rc.is.SourceFieldIDs())
 	if err != nil {
 		return err
 	}
 	opts := rc.opts
 	opts.Columns = cols
-	st := &ru.res.Stats
+	opts.Allocator = mem
 	for _, df := range rc.added {
 		deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.file, df.seq, rc.opts)
 		if err != nil {
 			return err
 		}
-		st.DataFilesScanned++
+		onFile()
 		err = tablescan.ScanFile(ctx, rc.fs, rc.schema, df.file, deletes, opts, func(src arrow.RecordBatch) error {
-			st.DataRowsScanned += src.NumRows()
-			entries, err := format.Entries(ru.mem, rc.is, format.RecordColumns(src, rc.schema))
+			entries, err := format.Entries(mem, rc.is, format.RecordColumns(src, rc.schema))
 			if err != nil {
 				return fmt.Errorf("index entries of %s: %w", df.file.FilePath(), err)
 			}
 			defer entries.Release()
 			stored := ru.storedOf(entries)
 			defer stored.Release()
-			return ru.consume(ctx, stored, false)
+			return fn(src, stored)
 		})
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// size estimates the memory a cached reconciler holds: its lists of data
+// files and the delete content its lookups load, which grows with the rows
+// of the delete files.
+func (rc *reconciler) size() int64 {
+	var added int64
+	for _, df := range rc.added {
+		added += df.file.Count()
+	}
+	return int64(len(rc.live))*512 + rc.deletes.Records()*48 + min(added, maxCachedAddedRows)*int64(24+16*len(rc.is.StoredSchema().Fields()))
 }
 
 // storedOf picks the stored fields out of a batch of entries.

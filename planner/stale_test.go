@@ -50,35 +50,39 @@ func TestStaleIndexIsExact(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
 			tbl, snaps := staleHistory(t, fv)
 			built := tbl.SnapshotByID(snaps[1])
-			p := New(Options{})
-			for _, name := range []string{"pk", "by_customer", "by_day"} {
-				md := newIndex(t, tbl, name)
-				buildIndex(t, tbl, md, built, buildSmall)
-				for _, at := range []int{3, len(snaps) - 1} {
-					target := tbl.SnapshotByID(snaps[at])
-					rows := scanTable(t, tbl, target)
-					var dropped, added int64
-					for _, tc := range casesByIndex[name] {
-						t.Run(fmt.Sprintf("%s/at%d/%s", name, at, tc.where), func(t *testing.T) {
-							res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where, TableSnapshotID: target.SnapshotID})
-							if err != nil {
-								t.Fatalf("lookup: %v", err)
-							}
-							defer res.Release()
-							got, want := resultRows(res), expectedRows(res.Fields, rows, tc.want)
-							if !slices.Equal(got, want) {
-								t.Errorf("%d rows, want %d:%s", len(got), len(want), diffRows(got, want))
-							}
-							if res.Plan.CommitsBehind != at-1 || res.Plan.SourceSnapshotID != built.SnapshotID {
-								t.Errorf("plan: %d commits behind from %d", res.Plan.CommitsBehind, res.Plan.SourceSnapshotID)
-							}
-							checkLocations(t, res)
-							dropped += res.Stats.EntriesDropped
-							added += res.Stats.RowsAdded
-						})
-					}
-					if dropped == 0 || (at == len(snaps)-1 && added == 0) {
-						t.Errorf("%s at %d: %d entries dropped, %d rows added: the history did not exercise reconciliation", name, at, dropped, added)
+			for _, pc := range plannerCases() {
+				p := pc.p
+				for _, name := range []string{"pk", "by_customer", "by_day"} {
+					md := newIndex(t, tbl, name)
+					buildIndex(t, tbl, md, built, buildSmall)
+					for _, at := range []int{3, len(snaps) - 1} {
+						target := tbl.SnapshotByID(snaps[at])
+						rows := scanTable(t, tbl, target)
+						var dropped, added int64
+						for _, tc := range casesByIndex[name] {
+							t.Run(fmt.Sprintf("%s/%s/at%d/%s", pc.name, name, at, tc.where), func(t *testing.T) {
+								for range pc.times {
+									res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where, TableSnapshotID: target.SnapshotID})
+									if err != nil {
+										t.Fatalf("lookup: %v", err)
+									}
+									got, want := resultRows(res), expectedRows(res.Fields, rows, tc.want)
+									if !slices.Equal(got, want) {
+										t.Errorf("%d rows, want %d:%s", len(got), len(want), diffRows(got, want))
+									}
+									if res.Plan.CommitsBehind != at-1 || res.Plan.SourceSnapshotID != built.SnapshotID {
+										t.Errorf("plan: %d commits behind from %d", res.Plan.CommitsBehind, res.Plan.SourceSnapshotID)
+									}
+									checkLocations(t, res)
+									dropped += res.Stats.EntriesDropped
+									added += res.Stats.RowsAdded
+									res.Release()
+								}
+							})
+						}
+						if dropped == 0 || (at == len(snaps)-1 && added == 0) {
+							t.Errorf("%s at %d: %d entries dropped, %d rows added: the history did not exercise reconciliation", name, at, dropped, added)
+						}
 					}
 				}
 			}

@@ -71,7 +71,7 @@ func (c *cacheCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, x := range []struct {
 		name string
 		s    objstore.CacheStat
-	}{{"tracking", st.Tracking}, {"footer", st.Footer}} {
+	}{{"tracking", st.Tracking}, {"footer", st.Footer}, {"lookup", st.Lookup}} {
 		ch <- prometheus.MustNewConstMetric(cacheHitsDesc, prometheus.CounterValue, float64(x.s.Hits), x.name)
 		ch <- prometheus.MustNewConstMetric(cacheMissesDesc, prometheus.CounterValue, float64(x.s.Misses), x.name)
 		ch <- prometheus.MustNewConstMetric(cacheBytesDesc, prometheus.GaugeValue, float64(x.s.Bytes), x.name)

@@ -38,7 +38,7 @@ type globals struct {
 	// for messages about it.
 	sqlitePath string
 	// serving: the command answers lookups, so the store keeps range file
-	// footers within serve.cache-bytes.
+	// footers and what lookups read within serve.cache-bytes.
 	serving bool
 }
 
@@ -127,7 +127,10 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 	}()
 	so := objstore.Options{IOProperties: e.props, Logger: e.log}
 	if g.serving {
-		so.FooterCacheBytes = int64(cfg.Serve.CacheBytes)
+		// Footers are small: a sixteenth of the budget holds thousands;
+		// decoded pages, page indexes and reconciliations take the rest.
+		so.FooterCacheBytes = int64(cfg.Serve.CacheBytes) / 16
+		so.LookupCacheBytes = int64(cfg.Serve.CacheBytes) - so.FooterCacheBytes
 	}
 	e.store = objstore.New(so)
 	if err := e.openCatalog(ctx); err != nil {

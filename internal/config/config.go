@@ -42,8 +42,10 @@ type ServeConfig struct {
 	// Bearer <token>"; it is never logged nor printed. Prefer the
 	// environment variable STREAMIDX_SERVE_TOKEN to a file. Default: none.
 	Token string `yaml:"token"`
-	// CacheBytes bounds the parsed range file footers kept in memory.
-	// Default: 256MiB.
+	// CacheBytes bounds what the lookup service keeps in memory of the
+	// files it reads: range file footers (a sixteenth), and decoded pages,
+	// page indexes and reconciliations of lagging index snapshots (the
+	// rest). Default: 256MiB.
 	CacheBytes ByteSize `yaml:"cache-bytes"`
 	// MaxPredicateBytes bounds a lookup's predicate. Default: 64KiB.
 	MaxPredicateBytes ByteSize `yaml:"max-predicate-bytes"`

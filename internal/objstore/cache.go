@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"container/list"
+	"strings"
 	"sync"
 )
 
@@ -22,11 +23,49 @@ type CacheStats struct {
 	// Footer is the cache of range file footers; an entry's size is the
 	// footer's encoded size.
 	Footer CacheStat
+	// Lookup is the cache of what lookups derive from files (Cached); an
+	// entry's size is the memory it holds, as its maker estimated it.
+	Lookup CacheStat
 }
 
 // CacheStats returns the counters of the store's caches.
 func (s *Store) CacheStats() CacheStats {
-	return CacheStats{Tracking: s.tracking.stat(), Footer: s.footers.stat()}
+	return CacheStats{Tracking: s.tracking.stat(), Footer: s.footers.stat(), Lookup: s.lookups.stat()}
+}
+
+// Cached returns what the lookup cache holds under file and key, or makes
+// it with make and keeps it, within Options.LookupCacheBytes (make returns
+// the value and the memory it holds). Files are immutable, so what is
+// derived from one stays right until the file is removed, which drops it.
+// Two callers that miss together may both make the value; make must not
+// have effects beyond its result. Without a cache, Cached always makes.
+func Cached[V any](s *Store, file, key string, make func() (V, int64, error)) (V, error) {
+	k := file + "\x00" + key
+	if s.opts.LookupCacheBytes > 0 {
+		if v, ok := s.lookups.get(k); ok {
+			return v.(V), nil
+		}
+	}
+	v, size, err := make()
+	if err != nil {
+		return v, err
+	}
+	if s.opts.LookupCacheBytes > 0 {
+		s.lookups.put(k, v, size)
+	}
+	return v, nil
+}
+
+// LookupCaching reports whether the store keeps a lookup cache.
+func (s *Store) LookupCaching() bool { return s.opts.LookupCacheBytes > 0 }
+
+// dropCached drops what the lookup cache holds for a file.
+func (s *Store) dropCached(file string) {
+	if s.opts.LookupCacheBytes == 0 {
+		return
+	}
+	prefix := file + "\x00"
+	s.lookups.removeIf(func(key string, _ any) bool { return strings.HasPrefix(key, prefix) })
 }
 
 // lru keeps the most recently used values by key within a number of

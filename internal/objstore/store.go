@@ -53,6 +53,12 @@ type Options struct {
 	// without reading and decoding its footer again; 0 keeps none.
 	// Default: 0.
 	FooterCacheBytes int64
+	// LookupCacheBytes bounds what lookups keep of the files they read, by
+	// the memory it holds: decoded blocks of range files, their page
+	// indexes and row-group statistics, and the reconciliations of index
+	// snapshots with newer table snapshots (see Cached). 0 keeps none.
+	// Default: 0.
+	LookupCacheBytes int64
 	// Logger receives what fails without failing the operation: a directory
 	// fsync after a file became visible. Default: discard.
 	Logger *slog.Logger
@@ -65,6 +71,7 @@ type Store struct {
 	log      *slog.Logger
 	tracking *lru[*Tracking]
 	footers  *lru[*metadata.FileMetaData]
+	lookups  *lru[any]
 
 	mu  sync.Mutex
 	fss map[string]iceio.IO // by scheme and host
@@ -80,7 +87,8 @@ func New(opts Options) *Store {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Store{opts: opts, log: log, tracking: newLRU[*Tracking](opts.TrackingCacheFiles, 0),
-		footers: newLRU[*metadata.FileMetaData](0, opts.FooterCacheBytes), fss: map[string]iceio.IO{}}
+		footers: newLRU[*metadata.FileMetaData](0, opts.FooterCacheBytes), lookups: newLRU[any](0, opts.LookupCacheBytes),
+		fss: map[string]iceio.IO{}}
 }
 
 // Local returns a Store with the default options: local files only.
@@ -170,6 +178,7 @@ func (s *Store) Remove(ctx context.Context, location string) error {
 	// A removed file's cached forms go with it; the location is not reused.
 	s.tracking.remove(location)
 	s.footers.remove(location)
+	s.dropCached(location)
 	if err := fsys.Remove(location); err != nil {
 		return fmt.Errorf("remove %s: %w", location, err)
 	}

@@ -52,6 +52,7 @@ type DeleteIndex struct {
 	eqGlobal   []DeleteFile            // equality deletes of unpartitioned specs, by Seq
 	eqByTuple  map[string][]DeleteFile // equality deletes by spec and partition, by Seq
 	numDeletes int
+	numRecords int64 // rows of the delete files, deleted positions and tuples
 
 	mu       sync.Mutex
 	posCache map[string]map[string]*dv.RoaringPositionBitmap // delete file -> data file -> positions
@@ -190,6 +191,7 @@ func (ix *DeleteIndex) add(d DeleteFile) error {
 		return fmt.Errorf("delete manifest lists %s with content %s", df.FilePath(), df.ContentType())
 	}
 	ix.numDeletes++
+	ix.numRecords += df.Count()
 	return nil
 }
 
@@ -202,6 +204,10 @@ func partitionKey(df iceberg.DataFile) string {
 
 // Len is the number of live delete files in the index.
 func (ix *DeleteIndex) Len() int { return ix.numDeletes }
+
+// Records is the number of rows of the live delete files: what their loaded
+// content grows with.
+func (ix *DeleteIndex) Records() int64 { return ix.numRecords }
 
 // Applicable lists the delete files that apply to a data file of data
 // sequence number dataSeq:

@@ -1,0 +1,200 @@
+package planner
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/compute"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
+)
+
+// maxNarrowRanges is the most key ranges of a narrow lookup, which reads
+// range files page by page (and through the store's lookup cache when it
+// keeps one): a few keys land in a few pages; an IN of thousands of keys
+// touches most pages, and reads column chunks whole as a scan does.
+const maxNarrowRanges = 64
+
+// fileInfo is what the cache keeps of a range file: its row groups' sizes
+// and statistics, converted for the lookup's index schema.
+type fileInfo struct {
+	rows  []int64
+	stats []map[int]*format.FieldStats
+}
+
+// lazyRange opens a range file on first use: a lookup served from the
+// cache does not open its file at all.
+type lazyRange struct {
+	ru *run
+	te *format.TrackingEntry
+	rf *objstore.RangeFile
+}
+
+func (l *lazyRange) get(ctx context.Context) (*objstore.RangeFile, error) {
+	if l.rf != nil {
+		return l.rf, nil
+	}
+	rf, err := l.ru.p.opts.Store.OpenRange(ctx, l.te, l.ru.is, format.RangeFileReadOptions{BatchRows: l.ru.p.opts.BatchRows, Allocator: l.ru.mem, Streamed: true})
+	if err != nil {
+		return nil, err
+	}
+	l.rf = rf
+	return rf, nil
+}
+
+func (l *lazyRange) close() error {
+	if l.rf == nil {
+		return nil
+	}
+	l.ru.res.Stats.BytesRead += l.rf.BytesRead()
+	return l.rf.Close()
+}
+
+// layoutKey names the stored fields and their types: what is derived from
+// a file for one index schema serves another only if they agree.
+func (ru *run) layoutKey() string {
+	if ru.layout == "" {
+		var b strings.Builder
+		for _, f := range ru.schema.Fields() {
+			fmt.Fprintf(&b, "%s:%s;", f.Name, f.Type)
+		}
+		ru.layout = b.String()
+	}
+	return ru.layout
+}
+
+// readCached is readRangeFile through the store's lookup cache: row-group
+// statistics, the page index of the leading filtered cluster field and the
+// decoded blocks of the pages a lookup keeps are read once and kept, so a
+// lookup that finds them cached reads nothing from storage.
+func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *FilePlan, field int) (err error) {
+	store := ru.p.opts.Store
+	lr := &lazyRange{ru: ru, te: te}
+	defer func() {
+		if cerr := lr.close(); err == nil {
+			err = cerr
+		}
+	}()
+	st := &ru.res.Stats
+	st.RangeFilesRead++
+	info, err := objstore.Cached(store, te.FilePath, "groups/"+ru.layoutKey(), func() (*fileInfo, int64, error) {
+		rf, err := lr.get(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		fi := &fileInfo{}
+		for g := range rf.NumRowGroups() {
+			rows, stats := rf.RowGroupStats(g)
+			fi.rows = append(fi.rows, rows)
+			fi.stats = append(fi.stats, stats)
+		}
+		return fi, int64(len(fi.rows)) * int64(64+128*len(ru.schema.Fields())), nil
+	})
+	if err != nil {
+		return err
+	}
+	var groups []int
+	for g, rows := range info.rows {
+		if _, pruned := ru.prunedByStats(info.stats[g]); rows > 0 && !pruned {
+			groups = append(groups, g)
+		}
+	}
+	fp.RowGroups, fp.RowGroupsRead = len(info.rows), len(groups)
+	st.RowGroupsTotal += fp.RowGroups
+	st.RowGroupsRead += fp.RowGroupsRead
+	keys := ru.filterColumns()
+	colOf := map[int]int{}
+	for i, id := range keys {
+		colOf[id] = i
+	}
+	ctx = compute.WithAllocator(ctx, ru.mem)
+	for _, g := range groups {
+		pages, err := objstore.Cached(store, te.FilePath, fmt.Sprintf("pages/%d/%d/%s", g, field, ru.layoutKey()), func() ([]format.PageStats, int64, error) {
+			rf, err := lr.get(ctx)
+			if err != nil {
+				return nil, 0, err
+			}
+			pages, err := rf.PageStats(g, field)
+			return pages, int64(len(pages)) * 160, err
+		})
+		if err != nil {
+			return err
+		}
+		if len(pages) == 0 { // no page index: the row group is one block
+			pages = []format.PageStats{{FirstRow: 0, Rows: info.rows[g]}}
+		}
+		st.PagesTotal += len(pages)
+		for _, p := range pages {
+			stats := p.Stats
+			if p.OnlyNulls {
+				n := p.Rows
+				stats = &format.FieldStats{ValueCount: &n, NullValueCount: &n, NanValueCount: new(int64)}
+			}
+			if stats != nil {
+				if _, pruned := ru.prunedByStats(map[int]*format.FieldStats{field: stats}); pruned {
+					continue
+				}
+			}
+			st.PagesRead++
+			blk, err := objstore.Cached(store, te.FilePath, fmt.Sprintf("block/%d/%d/%d/%s", g, p.FirstRow, p.Rows, ru.layoutKey()), func() (*format.Block, int64, error) {
+				rf, err := lr.get(ctx)
+				if err != nil {
+					return nil, 0, err
+				}
+				b, err := rf.ReadBlock(ctx, g, p.FirstRow, p.Rows)
+				if err != nil {
+					return nil, 0, err
+				}
+				return b, b.Bytes(), nil
+			})
+			if err != nil {
+				return err
+			}
+			if err := ru.consumeBlock(ctx, blk, keys, colOf); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// consumeBlock finds the matches of a block by the columns the filters
+// test, then takes every stored field of just those rows.
+func (ru *run) consumeBlock(ctx context.Context, blk *format.Block, keys []int, colOf map[int]int) error {
+	st := &ru.res.Stats
+	st.EntriesScanned += blk.NumRows()
+	if len(keys) == 0 || len(keys) == len(ru.res.Fields) {
+		b, err := blk.Rows(ctx, nil, nil)
+		if err != nil {
+			return err
+		}
+		defer b.Release()
+		return ru.consume(ctx, b, true)
+	}
+	kb, err := blk.Rows(ctx, keys, nil)
+	if err != nil {
+		return err
+	}
+	keep, err := ru.match(kb, colOf)
+	kb.Release()
+	if err != nil {
+		return err
+	}
+	var rows []int64
+	for i, k := range keep {
+		if k {
+			rows = append(rows, int64(i))
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	b, err := blk.Rows(ctx, nil, rows)
+	if err != nil {
+		return err
+	}
+	defer b.Release()
+	return ru.consume(ctx, b, true)
+}

@@ -1,0 +1,75 @@
+package planner
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+
+	"github.com/streamidx/streamidx/internal/objstore"
+)
+
+// TestCachedLookupsReadOnce: through a store with a lookup cache, the second
+// point lookup of a page reads nothing from the range files, and the lookups
+// of a lagging index share one reconciliation; a different key in a cached
+// page still answers exactly, and removing a range file drops what the cache
+// kept of it.
+func TestCachedLookupsReadOnce(t *testing.T) {
+	ctx := context.Background()
+	tbl, snaps := staleHistory(t, 3)
+	md := newIndex(t, tbl, "pk")
+	buildIndex(t, tbl, md, tbl.SnapshotByID(snaps[1]), buildPaged)
+	store := objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})
+	p := New(Options{Store: store})
+	rows := scanTable(t, tbl, tbl.CurrentSnapshot())
+	lookup := func(where string) *Result {
+		t.Helper()
+		res, err := p.Lookup(ctx, tbl, md, Query{Where: where})
+		if err != nil {
+			t.Fatalf("lookup %s: %v", where, err)
+		}
+		t.Cleanup(res.Release)
+		return res
+	}
+	check := func(res *Result, want match) {
+		t.Helper()
+		got, w := resultRows(res), expectedRows(res.Fields, rows, want)
+		if !slices.Equal(got, w) {
+			t.Errorf("%d rows, want %d:%s", len(got), len(w), diffRows(got, w))
+		}
+		checkLocations(t, res)
+	}
+	first := lookup("id = 42")
+	check(first, eq("id", int64(42)))
+	if first.Stats.BytesRead == 0 || first.Plan.CommitsBehind == 0 {
+		t.Fatalf("first lookup read %d bytes, %d commits behind: want a read and a lagging index", first.Stats.BytesRead, first.Plan.CommitsBehind)
+	}
+	misses := store.CacheStats().Lookup.Misses
+	second := lookup("id = 42")
+	check(second, eq("id", int64(42)))
+	if second.Stats.BytesRead != 0 {
+		t.Errorf("second lookup of the same key read %d bytes of range files", second.Stats.BytesRead)
+	}
+	if st := store.CacheStats().Lookup; st.Misses != misses || st.Hits == 0 {
+		t.Errorf("second lookup: cache %+v, misses before %d; want only hits", st, misses)
+	}
+	// Keys the reconciliation changes: 10 deleted by an equality delete, 12
+	// re-inserted, 160 rewritten, 310 appended, 43 untouched; all in pages
+	// or reconciliations the first lookups cached, or read now.
+	for _, k := range []int64{43, 10, 12, 160, 310} {
+		check(lookup("id = "+strconv.FormatInt(k, 10)), eq("id", k))
+	}
+	many := lookup("id IN (10, 12, 160, 310, 42)")
+	check(many, in("id", int64(10), int64(12), int64(160), int64(310), int64(42)))
+
+	// Removing a range file drops its cached blocks.
+	before := store.CacheStats().Lookup.Entries
+	for _, f := range many.Plan.RangeFiles {
+		if err := store.Remove(ctx, f.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := store.CacheStats().Lookup.Entries; after >= before {
+		t.Errorf("the cache holds %d entries after its range files were removed, %d before", after, before)
+	}
+}
