@@ -37,23 +37,34 @@ func (s *Store) CacheStats() CacheStats {
 // it with make and keeps it, within Options.LookupCacheBytes (make returns
 // the value and the memory it holds). Files are immutable, so what is
 // derived from one stays right until the file is removed, which drops it.
-// Two callers that miss together may both make the value; make must not
-// have effects beyond its result. Without a cache, Cached always makes.
+// Callers that miss together wait for one make: eight lookups that meet a
+// new table snapshot at once reconcile it once. Without a cache, Cached
+// always makes.
 func Cached[V any](s *Store, file, key string, make func() (V, int64, error)) (V, error) {
-	k := file + "\x00" + key
-	if s.opts.LookupCacheBytes > 0 {
-		if v, ok := s.lookups.get(k); ok {
-			return v.(V), nil
-		}
-	}
-	v, size, err := make()
-	if err != nil {
+	if s.opts.LookupCacheBytes <= 0 {
+		v, _, err := make()
 		return v, err
 	}
-	if s.opts.LookupCacheBytes > 0 {
-		s.lookups.put(k, v, size)
+	k := file + "\x00" + key
+	if v, ok := s.lookups.get(k); ok {
+		return v.(V), nil
 	}
-	return v, nil
+	v, err, _ := s.making.Do(k, func() (any, error) {
+		if v, ok := s.lookups.peek(k); ok { // made while this caller waited to start
+			return v, nil
+		}
+		v, size, err := make()
+		if err != nil {
+			return nil, err
+		}
+		s.lookups.put(k, v, size)
+		return v, nil
+	})
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return v.(V), nil
 }
 
 // LookupCaching reports whether the store keeps a lookup cache.
@@ -89,6 +100,17 @@ type lruItem[V any] struct {
 
 func newLRU[V any](maxEntries int, maxBytes int64) *lru[V] {
 	return &lru[V]{maxEntries: maxEntries, maxBytes: maxBytes, order: list.New(), items: map[string]*list.Element{}}
+}
+
+// peek is get without counting a hit or a miss or refreshing the entry.
+func (c *lru[V]) peek(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		return el.Value.(*lruItem[V]).v, true
+	}
+	var zero V
+	return zero, false
 }
 
 func (c *lru[V]) get(key string) (V, bool) {

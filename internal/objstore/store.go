@@ -31,6 +31,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	iceio "github.com/apache/iceberg-go/io"
+	"golang.org/x/sync/singleflight"
 )
 
 // ErrNoConditionalCreate is returned (wrapped) when a file must be created
@@ -72,6 +73,7 @@ type Store struct {
 	tracking *lru[*Tracking]
 	footers  *lru[*metadata.FileMetaData]
 	lookups  *lru[any]
+	making   singleflight.Group // of lookup cache entries
 
 	mu  sync.Mutex
 	fss map[string]iceio.IO // by scheme and host
