@@ -135,7 +135,7 @@ func arrayBytes(d arrow.ArrayData) int64 {
 	var n int64
 	for _, b := range d.Buffers() {
 		if b != nil {
-			n += int64(b.Len())
+			n += int64(b.Cap())
 		}
 	}
 	for _, c := range d.Children() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -14,6 +15,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/tablescan"
 )
 
 // ErrNoIndexSnapshot is returned (wrapped) when neither the requested table
@@ -236,9 +238,31 @@ func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.M
 		if err != nil {
 			return nil, 0, err
 		}
+		// The equality delete files of one table snapshot are mostly those
+		// of the one before: their content is cached by file, not read
+		// again for every table snapshot a lookup meets.
+		rc.deletes.ShareEqualityDeletes(func(del iceberg.DataFile, schema *iceberg.Schema, read func() (*tablescan.EqualityDeletes, error)) (*tablescan.EqualityDeletes, error) {
+			return objstore.Cached(p.opts.Store, del.FilePath(), fmt.Sprintf("equality/%d/%d", schema.ID, schemaFingerprint(schema)), func() (*tablescan.EqualityDeletes, int64, error) {
+				set, err := read()
+				if err != nil {
+					return nil, 0, err
+				}
+				return set, set.Bytes(), nil
+			})
+		})
 		rc.shared = true
 		return rc, rc.size(), nil
 	})
+}
+
+// schemaFingerprint tells schemas with one ID apart: tables do not share
+// schema IDs, and a cached delete file belongs to one table.
+func schemaFingerprint(s *iceberg.Schema) uint64 {
+	h := fnv.New64a()
+	for _, f := range s.Fields() {
+		fmt.Fprintf(h, "%d:%s;", f.ID, f.Type)
+	}
+	return h.Sum64()
 }
 
 // chooseSnapshot walks from the target table snapshot to its ancestors and

@@ -370,14 +370,15 @@ func (rc *reconciler) eachAdded(ctx context.Context, ru *run, mem memory.Allocat
 }
 
 // size estimates the memory a cached reconciler holds: its lists of data
-// files and the delete content its lookups load, which grows with the rows
-// of the delete files.
+// and delete files and the entries of the added files it keeps (the
+// content of equality delete files is cached apart, by file; deletion
+// vectors and position deletes of the files with matches are small).
 func (rc *reconciler) size() int64 {
 	var added int64
 	for _, df := range rc.added {
 		added += df.file.Count()
 	}
-	return int64(len(rc.live))*512 + rc.deletes.Records()*48 + min(added, maxCachedAddedRows)*int64(24+16*len(rc.is.StoredSchema().Fields()))
+	return int64(len(rc.live)+rc.deletes.Len())*512 + min(added, maxCachedAddedRows)*int64(24+16*len(rc.is.StoredSchema().Fields()))
 }
 
 // storedOf picks the stored fields out of a batch of entries.

@@ -29,6 +29,7 @@ var benchGroups = []struct {
 	{"build", benchBuild},
 	{"incremental", benchIncremental},
 	{"lookup", benchLookup},
+	{"service", benchService},
 	{"scan", benchScan},
 	{"events", benchEvents},
 	{"verify", benchVerify},

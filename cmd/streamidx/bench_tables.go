@@ -220,12 +220,7 @@ func (b *bench) child(ctx context.Context, dir string, args ...string) (childRun
 	if err != nil {
 		return childRun{}, err
 	}
-	full := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", "file://" + filepath.Join(dir, "warehouse"),
-		"--log-level", "warn"}
-	if b.g.configPath != "" {
-		full = append(full, "--config", b.g.configPath)
-	}
-	cmd := exec.CommandContext(ctx, exe, append(full, args...)...)
+	cmd := exec.CommandContext(ctx, exe, append(childArgs(b, dir), args...)...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

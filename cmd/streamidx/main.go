@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"syscall"
@@ -84,6 +85,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 				defer pprof.StopCPUProfile()
 			}
 		}
+	}
+	if path := os.Getenv("STREAMIDX_MEMPROFILE"); path != "" {
+		// For measuring: the live heap at the end of the command, with
+		// what was allocated where.
+		defer func() {
+			if f, err := os.Create(path); err == nil {
+				defer f.Close()
+				runtime.GC()
+				_ = pprof.WriteHeapProfile(f)
+			}
+		}()
 	}
 	code, err := c.run(ctx, g, fs, args[1:], stdout)
 	if errors.Is(err, flag.ErrHelp) {

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -55,13 +54,12 @@ func startDaemon(t *testing.T, c *cli, args ...string) (stop func() int) {
 	return stop
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func testAddr(t *testing.T) string {
+	addr, err := freeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addr
 }
 
 // waitAligned waits until the index's current snapshot is for the table's
@@ -102,7 +100,7 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
-	addr := freeAddr(t)
+	addr := testAddr(t)
 	stop := startDaemon(t, c, "--table", "test.orders", "--index", "pk", "--table", "test.orders", "--index", "by_customer",
 		"--kafka-brokers", brokers, "--poll-interval", "1h", "--http", addr, "--stage-dir", t.TempDir())
 	waitAligned(t, c, "pk", current) // the first build happens at start

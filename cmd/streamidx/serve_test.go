@@ -28,7 +28,7 @@ import (
 // and returns its base URL.
 func startServe(t *testing.T, c *cli, args ...string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	fs := flag.NewFlagSet("streamidx serve", flag.ContinueOnError)
 	var stderr bytes.Buffer
@@ -315,7 +315,7 @@ func TestServeExactWhileTheDaemonPublishes(t *testing.T) {
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
 	c := newCLI(t, warehouse, "")
 	createIndex(t, c, "pk")
-	addr := freeAddr(t)
+	addr := testAddr(t)
 	startDaemon(t, c, "--serve", "--table", "test.orders", "--index", "pk", "--poll-interval", "50ms", "--http", addr, "--stage-dir", t.TempDir())
 	base := "http://" + addr
 	cl := newClient(t, base, "")

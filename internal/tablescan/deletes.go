@@ -57,7 +57,18 @@ type DeleteIndex struct {
 	mu       sync.Mutex
 	posCache map[string]map[string]*dv.RoaringPositionBitmap // delete file -> data file -> positions
 	eqCache  map[string]*EqualityDeletes                     // delete file -> its tuples
+	shared   SharedEqualityDeletes
 }
+
+// SharedEqualityDeletes gives the content of an equality delete file read
+// with schema, from a cache that outlives one DeleteIndex, or by calling
+// read. Delete files are immutable, so one read serves every snapshot
+// that holds the file.
+type SharedEqualityDeletes func(del iceberg.DataFile, schema *iceberg.Schema, read func() (*EqualityDeletes, error)) (*EqualityDeletes, error)
+
+// ShareEqualityDeletes makes the index load equality delete files through
+// shared; call it before Load.
+func (ix *DeleteIndex) ShareEqualityDeletes(shared SharedEqualityDeletes) { ix.shared = shared }
 
 // PlanDeletes reads the delete manifests of snap and indexes its live delete
 // files. A nil snap (a table without snapshots) gives an empty index.
@@ -317,7 +328,13 @@ func (ix *DeleteIndex) equality(ctx context.Context, fs iceio.IO, schema *iceber
 	if ok {
 		return set, nil
 	}
-	set, err := ReadEqualityDeletes(ctx, fs, schema, del, opts)
+	read := func() (*EqualityDeletes, error) { return ReadEqualityDeletes(ctx, fs, schema, del, opts) }
+	var err error
+	if ix.shared != nil {
+		set, err = ix.shared(del, schema, read)
+	} else {
+		set, err = read()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,15 @@ func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
 // Len is the number of distinct deleted tuples.
 func (e *EqualityDeletes) Len() int { return len(e.keys) }
 
+// Bytes estimates the memory the set holds.
+func (e *EqualityDeletes) Bytes() int64 {
+	var n int64
+	for k := range e.keys {
+		n += int64(len(k)) + 48 // the string header and the map's share
+	}
+	return n
+}
+
 func (e *EqualityDeletes) containsKey(key []byte) bool {
 	_, ok := e.keys[string(key)]
 	return ok

@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/client"
+	"github.com/streamidx/streamidx/internal/workload"
+)
+
+// The lookup service figures: 8 clients, one commit a second.
+const (
+	serviceClients  = 8
+	serviceDuration = time.Minute
+	// serviceOthers is the length of each baseline run (whole processes,
+	// then filtered scans), with the same clients.
+	serviceOthers = 20 * time.Second
+	// serviceUpserts is the size of each commit of the stream: orders at
+	// the key tail, which the daemon keeps up with.
+	serviceUpserts = 1000
+)
+
+// benchService measures the lookup service as an application meets it:
+// `streamidx run --serve` in a child process keeps the pk index of the
+// append table fresh while this process commits an upsert every second; 8
+// clients each look up one random order at a time, exact for the table's
+// current snapshot, through the service for a minute, then as whole
+// `streamidx lookup` processes and as iceberg-go scans filtered on the
+// key, 20 s each, the commits going on throughout.
+func benchService(ctx context.Context, b *bench) error {
+	if !b.want("service") {
+		return nil
+	}
+	dir, e, id, tbl, err := b.openFreshTable(ctx, appendTable)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	daemon, err := b.startChild(ctx, dir, "run", "--serve", "--http", addr, "--table", benchTable, "--index", "pk",
+		"--policy", "latest", "--poll-interval", "250ms")
+	if err != nil {
+		return err
+	}
+	defer daemon.stop()
+	base := "http://" + addr
+	if err := waitReady(ctx, base, daemon, 2*time.Minute); err != nil {
+		return err
+	}
+
+	streamCtx, endStream := context.WithCancel(ctx)
+	streamed := make(chan error, 1)
+	var commits []workload.Commit
+	go func() {
+		var err error
+		commits, err = workload.Stream(streamCtx, tbl, workload.StreamOptions{Rows: b.rows, Upserts: serviceUpserts, Pattern: "tail",
+			Interval: time.Second, Seed: 3})
+		if errors.Is(err, context.Canceled) {
+			err = nil
+		}
+		streamed <- err
+	}()
+	stopStream := func() error {
+		endStream()
+		return <-streamed
+	}
+	key := func() int64 { return rand.Int64N(b.rows) }
+	c := client.New(base, client.Options{})
+	b.note("service: %d clients for %s through %s while an upsert of %d orders commits every second", serviceClients, serviceDuration, base, serviceUpserts)
+	svc := client.RunLoad(ctx, serviceClients, serviceDuration, func(ctx context.Context, _, _ int) error {
+		k := key()
+		a, err := c.Lookup(ctx, benchTable, "pk", client.Request{Where: fmt.Sprintf("order_id = %d", k)})
+		if err == nil && len(a.Rows) != 1 {
+			err = fmt.Errorf("order %d: %d rows, want 1", k, len(a.Rows))
+		}
+		return err
+	})
+	rss := daemon.peakRSS()
+	b.note("service: %d lookups, p50 %s, p99 %s, %.0f/s; %d errors; daemon peak RSS %.0f MiB", svc.Lookups, svc.P50, svc.P99, svc.PerSecond,
+		svc.Errors, mib(rss))
+
+	exe, err := os.Executable()
+	if err != nil {
+		return errors.Join(err, stopStream())
+	}
+	b.note("service: %d clients for %s as whole streamidx lookup processes", serviceClients, serviceOthers)
+	procs := client.RunLoad(ctx, serviceClients, serviceOthers, func(ctx context.Context, _, _ int) error {
+		cmd := exec.CommandContext(ctx, exe, append(childArgs(b, dir), "lookup", "--table", benchTable, "--index", "pk",
+			"--where", fmt.Sprintf("order_id = %d", key()), "--json")...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("streamidx lookup: %w: %s", err, out)
+		}
+		return nil
+	})
+	b.note("service: %d clients for %s as iceberg-go scans filtered on the key", serviceClients, serviceOthers)
+	scans := client.RunLoad(ctx, serviceClients, serviceOthers, func(ctx context.Context, _, _ int) error {
+		t, err := e.cat.LoadTable(ctx, id)
+		if err != nil {
+			return err
+		}
+		_, recs, err := t.Scan(table.WithRowFilter(iceberg.EqualTo(iceberg.Reference("order_id"), key()))).ToArrowRecords(ctx)
+		if err != nil {
+			return err
+		}
+		var n int64
+		for rec, err := range recs {
+			if err != nil {
+				return err
+			}
+			n += rec.NumRows()
+			rec.Release()
+		}
+		if n != 1 {
+			return fmt.Errorf("filtered scan: %d rows, want 1", n)
+		}
+		return nil
+	})
+	if err := stopStream(); err != nil {
+		return fmt.Errorf("upsert stream: %w", err)
+	}
+	if err := daemon.stop(); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		mode string
+		r    client.LoadResult
+	}{{"service", svc}, {"process", procs}, {"scan", scans}} {
+		b.note("service: %s: %d lookups, p50 %s, p99 %s, %.1f/s, %d errors", r.mode, r.r.Lookups, r.r.P50, r.r.P99, r.r.PerSecond, r.r.Errors)
+		if r.r.FirstError != nil {
+			return fmt.Errorf("service bench, %s: %d of %d lookups failed, the first with: %w", r.mode, r.r.Errors, r.r.Errors+r.r.Lookups, r.r.FirstError)
+		}
+		if r.r.Lookups == 0 {
+			return fmt.Errorf("service bench, %s: no lookup finished in %s", r.mode, r.r.Duration.Round(time.Second))
+		}
+	}
+	b.note("service: %d commits streamed", len(commits))
+	b.add(figure{Name: "service.p99", Value: ms(svc.P99), Unit: "ms", Baseline: "streamidx lookup process p99", BaselineValue: ptr(ms(procs.P99)),
+		Goal: "< 5 ms", Met: ptr(ms(svc.P99) < 5)})
+	b.add(figure{Name: "service.p50", Value: ms(svc.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
+	b.add(figure{Name: "service.throughput", Value: svc.PerSecond, Unit: "lookups/s", Baseline: "streamidx lookup processes", BaselineValue: ptr(procs.PerSecond),
+		Goal: ">= 2000", Met: ptr(svc.PerSecond >= 2000)})
+	b.add(figure{Name: "service.scan_throughput", Value: svc.PerSecond, Unit: "lookups/s", Baseline: "iceberg-go filtered scans", BaselineValue: ptr(scans.PerSecond)})
+	b.add(figure{Name: "service.daemon_rss", Value: mib(rss), Unit: "MiB"})
+	return nil
+}
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// childArgs are the global flags of a child streamidx on dir's catalogs.
+func childArgs(b *bench, dir string) []string {
+	args := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", "file://" + filepath.Join(dir, "warehouse"),
+		"--log-level", "warn"}
+	if b.g.configPath != "" {
+		args = append(args, "--config", b.g.configPath)
+	}
+	return args
+}
+
+// background is a child streamidx that runs until stopped.
+type background struct {
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   chan error
+	err    error
+	ended  bool
+}
+
+// startChild starts this streamidx executable on dir's catalogs in the
+// background.
+func (b *bench) startChild(ctx context.Context, dir string, args ...string) (*background, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, exe, append(childArgs(b, dir), args...)...)
+	cmd.Dir = dir
+	bg := &background{cmd: cmd, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	cmd.Stderr = bg.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start streamidx %s: %w", strings.Join(args, " "), err)
+	}
+	go func() { bg.done <- cmd.Wait() }()
+	return bg, nil
+}
+
+// exited reports the child's end, if it ended.
+func (bg *background) exited() (bool, error) {
+	select {
+	case err := <-bg.done:
+		bg.ended, bg.err = true, err
+		return true, fmt.Errorf("streamidx %s ended: %v\n%s", strings.Join(bg.cmd.Args[1:], " "), err, bg.stderr.String())
+	default:
+		return bg.ended, bg.err
+	}
+}
+
+// peakRSS is the child's peak resident memory so far, in bytes, or 0 when
+// the system does not say.
+func (bg *background) peakRSS() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", bg.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kib << 10
+			}
+		}
+	}
+	return 0
+}
+
+// stop ends the child with SIGTERM, as an operator would, and waits for it.
+func (bg *background) stop() error {
+	if bg.ended {
+		return nil
+	}
+	if err := bg.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case err := <-bg.done:
+		bg.ended = true
+		if err != nil {
+			return fmt.Errorf("streamidx %s: %w\n%s", strings.Join(bg.cmd.Args[1:], " "), err, bg.stderr.String())
+		}
+		return nil
+	case <-time.After(time.Minute):
+		_ = bg.cmd.Process.Kill()
+		bg.ended = true
+		return errors.New("the daemon did not stop within a minute of SIGTERM")
+	}
+}
+
+// waitReady waits until the daemon at base says it is ready.
+func waitReady(ctx context.Context, base string, bg *background, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if ended, err := bg.exited(); ended {
+			return err
+		}
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("the daemon at %s was not ready within %s", base, timeout)
+}
