@@ -23,13 +23,13 @@ import (
 	"github.com/streamidx/streamidx/internal/workload"
 )
 
-// The lookup service figures: 8 clients, one commit a second.
+// The lookup service figures: 8 clients, one commit a second, for a minute
+// through the service and 20 s for each baseline (whole processes, then
+// filtered scans), or less when --duration is shorter.
 const (
 	serviceClients  = 8
 	serviceDuration = time.Minute
-	// serviceOthers is the length of each baseline run (whole processes,
-	// then filtered scans), with the same clients.
-	serviceOthers = 20 * time.Second
+	serviceOthers   = 20 * time.Second
 	// serviceUpserts is the size of each commit of the stream: orders at
 	// the key tail, which the daemon keeps up with.
 	serviceUpserts = 1000
@@ -41,7 +41,8 @@ const (
 // clients each look up one random order at a time, exact for the table's
 // current snapshot, through the service for a minute, then as whole
 // `streamidx lookup` processes and as iceberg-go scans filtered on the
-// key, 20 s each, the commits going on throughout.
+// key, 20 s each (down to 5 s with a shorter --duration), the commits
+// going on throughout.
 func benchService(ctx context.Context, b *bench) error {
 	if !b.want("service") {
 		return nil
@@ -83,9 +84,10 @@ func benchService(ctx context.Context, b *bench) error {
 		return <-streamed
 	}
 	key := func() int64 { return rand.Int64N(b.rows) }
+	window, others := min(b.duration, serviceDuration), max(min(b.duration/3, serviceOthers), 5*time.Second)
 	c := client.New(base, client.Options{})
-	b.note("service: %d clients for %s through %s while an upsert of %d orders commits every second", serviceClients, serviceDuration, base, serviceUpserts)
-	svc := client.RunLoad(ctx, serviceClients, serviceDuration, func(ctx context.Context, _, _ int) error {
+	b.note("service: %d clients for %s through %s while an upsert of %d orders commits every second", serviceClients, window, base, serviceUpserts)
+	svc := client.RunLoad(ctx, serviceClients, window, func(ctx context.Context, _, _ int) error {
 		k := key()
 		a, err := c.Lookup(ctx, benchTable, "pk", client.Request{Where: fmt.Sprintf("order_id = %d", k)})
 		if err == nil && len(a.Rows) != 1 {
@@ -101,8 +103,8 @@ func benchService(ctx context.Context, b *bench) error {
 	if err != nil {
 		return errors.Join(err, stopStream())
 	}
-	b.note("service: %d clients for %s as whole streamidx lookup processes", serviceClients, serviceOthers)
-	procs := client.RunLoad(ctx, serviceClients, serviceOthers, func(ctx context.Context, _, _ int) error {
+	b.note("service: %d clients for %s as whole streamidx lookup processes", serviceClients, others)
+	procs := client.RunLoad(ctx, serviceClients, others, func(ctx context.Context, _, _ int) error {
 		cmd := exec.CommandContext(ctx, exe, append(childArgs(b, dir), "lookup", "--table", benchTable, "--index", "pk",
 			"--where", fmt.Sprintf("order_id = %d", key()), "--json")...)
 		cmd.Dir = dir
@@ -111,8 +113,8 @@ func benchService(ctx context.Context, b *bench) error {
 		}
 		return nil
 	})
-	b.note("service: %d clients for %s as iceberg-go scans filtered on the key", serviceClients, serviceOthers)
-	scans := client.RunLoad(ctx, serviceClients, serviceOthers, func(ctx context.Context, _, _ int) error {
+	b.note("service: %d clients for %s as iceberg-go scans filtered on the key", serviceClients, others)
+	scans := client.RunLoad(ctx, serviceClients, others, func(ctx context.Context, _, _ int) error {
 		t, err := e.cat.LoadTable(ctx, id)
 		if err != nil {
 			return err

@@ -74,7 +74,8 @@ func TestBenchFreshnessFigures(t *testing.T) {
 }
 
 // TestBenchFigureGroups runs every group of `streamidx bench` but the
-// freshness streams (TestBenchFreshnessFigures runs one) on a tiny table,
+// freshness streams (TestBenchFreshnessFigures runs one) on a tiny table
+// (the lookup service for 4 s, its baselines for 5 s each),
 // with the child processes being this test binary acting as the command:
 // each group produces its figures, those compared with a baseline carry it
 // and the ratio, and the JSON has every field of the issue.
@@ -83,7 +84,7 @@ func TestBenchFigureGroups(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "figures.json")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--rows", "5000", "--only", "build,incremental,lookup,scan,events,verify",
+	code := run([]string{"bench", "--rows", "5000", "--only", "build,incremental,lookup,service,scan,events,verify", "--duration", "4s",
 		"--dir", filepath.Join(dir, "bench"), "--json", out}, &stdout, &stderr)
 	if code != exitOK && code != exitDifferent {
 		t.Fatalf("bench: exit %d\n%s%s", code, stdout.String(), stderr.String())
@@ -109,11 +110,11 @@ func TestBenchFigureGroups(t *testing.T) {
 		"incremental.tail-0.1pct.time", "incremental.uniform-0.1pct.time",
 		"lookup.point.in_process", "lookup.point.process", "lookup.in10k.in_process",
 		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
-		"verify.time", "verify.peak_rss"}
+		"verify.time", "verify.peak_rss", "service.p99", "service.throughput", "service.scan_throughput"}
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
 		"incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s"}
 	// Range files rewritten beside those reused, which a tiny index has none of.
-	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s") {
+	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s", "service.daemon_rss") {
 		f := byName[name]
 		if f == nil {
 			t.Errorf("no figure %s", name)
