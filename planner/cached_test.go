@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/streamidx/streamidx/internal/objstore"
@@ -71,5 +72,44 @@ func TestCachedLookupsReadOnce(t *testing.T) {
 	}
 	if after := store.CacheStats().Lookup.Entries; after >= before {
 		t.Errorf("the cache holds %d entries after its range files were removed, %d before", after, before)
+	}
+}
+
+// TestWideLookupsInParallel: a lookup that reads most row groups (an IN of
+// many keys, a predicate no cluster field answers) gives on 3 goroutines
+// the answer, in the same order, and the counters it gives on one.
+func TestWideLookupsInParallel(t *testing.T) {
+	ctx := context.Background()
+	tbl, snaps := staleHistory(t, 2)
+	md := newIndex(t, tbl, "pk")
+	buildIndex(t, tbl, md, tbl.SnapshotByID(snaps[1]), buildSmall)
+	keys := make([]string, 0, 120)
+	for k := 0; k < 330; k += 3 {
+		keys = append(keys, strconv.Itoa(k))
+	}
+	for _, where := range []string{"id IN (" + strings.Join(keys, ", ") + ")", "_pos < 20", "id >= 0"} {
+		one, err := New(Options{Parallelism: 1}).Lookup(ctx, tbl, md, Query{Where: where})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer one.Release()
+		three, err := New(Options{Parallelism: 3}).Lookup(ctx, tbl, md, Query{Where: where})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer three.Release()
+		if got, want := resultRows(three), resultRows(one); !slices.Equal(got, want) {
+			t.Errorf("%.30s: %d rows on 3 goroutines, %d on one:%s", where, len(got), len(want), diffRows(got, want))
+		}
+		if three.Stats != one.Stats {
+			t.Errorf("%.30s: counters on 3 goroutines %+v, on one %+v", where, three.Stats, one.Stats)
+		}
+		if !slices.EqualFunc(three.Plan.RangeFiles, one.Plan.RangeFiles, func(a, b FilePlan) bool { return a == b }) {
+			t.Errorf("%.30s: range files on 3 goroutines %+v, on one %+v", where, three.Plan.RangeFiles, one.Plan.RangeFiles)
+		}
+		if one.Stats.Rows == 0 || one.Stats.RangeFilesRead < 2 {
+			t.Errorf("%.30s: %d rows from %d range files: the case reads too little to test", where, one.Stats.Rows, one.Stats.RangeFilesRead)
+		}
+		checkLocations(t, three)
 	}
 }

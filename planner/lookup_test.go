@@ -184,7 +184,8 @@ type plannerCase struct {
 
 func plannerCases() []plannerCase {
 	return []plannerCase{
-		{"uncached", New(Options{}), 1},
+		{"uncached", New(Options{Parallelism: 1}), 1},
+		{"parallel", New(Options{Parallelism: 3}), 1},
 		{"cached", New(Options{Store: objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})}), 2},
 	}
 }

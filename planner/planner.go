@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"runtime"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -45,6 +46,11 @@ type Options struct {
 	BatchRows int
 	// Allocator allocates the result batches. Default: memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// Parallelism is how many goroutines read the range files of a wide
+	// lookup (more than a few key ranges, no limit), each its own part of
+	// the row groups; 1 reads them one after another. Default:
+	// runtime.GOMAXPROCS(0).
+	Parallelism int
 }
 
 func (o *Options) ensureDefaults() {
@@ -59,6 +65,9 @@ func (o *Options) ensureDefaults() {
 	}
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Parallelism <= 0 {
+		o.Parallelism = runtime.GOMAXPROCS(0)
 	}
 }
 
@@ -106,6 +115,23 @@ type Result struct {
 	Truncated bool
 	Plan      Plan
 	Stats     Stats
+}
+
+// add adds the counters of o, the statistics of a part of the same lookup.
+func (s *Stats) add(o Stats) {
+	s.RangeFilesRead += o.RangeFilesRead
+	s.RowGroupsTotal += o.RowGroupsTotal
+	s.RowGroupsRead += o.RowGroupsRead
+	s.PagesTotal += o.PagesTotal
+	s.PagesRead += o.PagesRead
+	s.BytesRead += o.BytesRead
+	s.EntriesScanned += o.EntriesScanned
+	s.EntriesMatched += o.EntriesMatched
+	s.EntriesDropped += o.EntriesDropped
+	s.DataFilesScanned += o.DataFilesScanned
+	s.DataRowsScanned += o.DataRowsScanned
+	s.RowsAdded += o.RowsAdded
+	s.Rows += o.Rows
 }
 
 // NumRows is the number of matching rows.

@@ -12,9 +12,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/objstore"
 )
 
 // errLimit stops reading once the limit is reached.
@@ -104,6 +107,7 @@ func (ru *run) execute(ctx context.Context, md *format.Metadata, snap *format.Sn
 	for _, kr := range ranges[:min(len(ranges), maxExplainRanges)] {
 		plan.KeyRangeSample = append(plan.KeyRangeSample, formatRange(types, kr))
 	}
+	var chosen []*format.TrackingEntry
 	for i := range t.Entries {
 		te := &t.Entries[i]
 		if why[i] < 0 {
@@ -117,14 +121,27 @@ func (ru *run) execute(ctx context.Context, md *format.Metadata, snap *format.Sn
 			plan.PrunedByStats[f]++
 			continue
 		}
-		fp := FilePlan{Path: te.FilePath, Records: te.RecordCount, Bytes: te.FileSizeInBytes, KeyRange: formatRange(types, ranges[why[i]])}
-		err := ru.readRangeFile(ctx, te, &fp)
-		plan.RangeFiles = append(plan.RangeFiles, fp)
-		if errors.Is(err, errLimit) {
-			return nil
-		}
-		if err != nil {
+		chosen = append(chosen, te)
+		plan.RangeFiles = append(plan.RangeFiles, FilePlan{Path: te.FilePath, Records: te.RecordCount, Bytes: te.FileSizeInBytes,
+			KeyRange: formatRange(types, ranges[why[i]])})
+	}
+	// Many key ranges, or none the page index can use: the lookup reads
+	// most row groups of its files, and reads them on every core.
+	wide := !ru.narrow || ru.pageField() < 0
+	if workers := ru.p.opts.Parallelism; wide && ru.limit == 0 && workers > 1 && len(chosen) > 0 {
+		if err := ru.readParallel(ctx, chosen, plan.RangeFiles, workers); err != nil {
 			return err
+		}
+	} else {
+		for i, te := range chosen {
+			err := ru.readRangeFile(ctx, te, &plan.RangeFiles[i])
+			if errors.Is(err, errLimit) {
+				plan.RangeFiles = plan.RangeFiles[:i+1]
+				return nil
+			}
+			if err != nil {
+				return err
+			}
 		}
 	}
 	if ru.recon != nil && !ru.r.none {
@@ -150,19 +167,121 @@ func (ru *run) prunedByStats(stats map[int]*format.FieldStats) (string, bool) {
 	return "", false
 }
 
+// readParallel reads the chosen range files of a wide lookup (many key
+// ranges, or none the page index can use; no limit) on up to workers
+// goroutines: each file is opened once here, its row groups picked and
+// split into as many parts as keep every worker busy, each part read with
+// a reader of its own (given the footer already parsed) into a run of its
+// own, and the parts' answers joined in file and row-group order, as a
+// sequential read has them.
+func (ru *run) readParallel(ctx context.Context, chosen []*format.TrackingEntry, plans []FilePlan, workers int) error {
+	type part struct {
+		te     *format.TrackingEntry
+		rf     *objstore.RangeFile // opened here for the first part, by the worker for the others
+		footer *metadata.FileMetaData
+		groups []int
+		sub    *run
+	}
+	per := max(1, (workers+len(chosen)-1)/len(chosen))
+	var parts []*part
+	defer func() {
+		for _, pt := range parts {
+			if pt.rf != nil {
+				pt.rf.Close()
+			}
+		}
+	}()
+	for i, te := range chosen {
+		rf, err := ru.openRange(ctx, te, nil)
+		if err != nil {
+			return err
+		}
+		groups := ru.rowGroups(rf, &plans[i])
+		if len(groups) == 0 {
+			ru.res.Stats.BytesRead += rf.BytesRead()
+			rf.Close()
+			continue
+		}
+		k := min(per, len(groups))
+		for n := range k {
+			pt := &part{te: te, footer: rf.Footer(), groups: groups[n*len(groups)/k : (n+1)*len(groups)/k], sub: ru.fork()}
+			if n == 0 {
+				pt.rf = rf
+			}
+			parts = append(parts, pt)
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(workers)
+	for _, pt := range parts {
+		g.Go(func() error {
+			if pt.rf == nil {
+				rf, err := ru.openRange(gctx, pt.te, pt.footer)
+				if err != nil {
+					return err
+				}
+				pt.rf = rf
+			}
+			err := pt.sub.readGroups(gctx, pt.rf, pt.groups)
+			pt.sub.res.Stats.BytesRead += pt.rf.BytesRead()
+			return err
+		})
+	}
+	err := g.Wait()
+	for _, pt := range parts {
+		ru.absorb(pt.sub)
+	}
+	return err
+}
+
+// fork returns a run that shares ru's lookup and collects its own answer.
+func (ru *run) fork() *run {
+	c := *ru
+	c.res = &Result{Schema: ru.res.Schema, Fields: ru.res.Fields}
+	if ru.res.Locations != nil {
+		c.res.Locations = map[string]*roaring64.Bitmap{}
+	}
+	return &c
+}
+
+// absorb adds the answer of a forked run to ru's.
+func (ru *run) absorb(c *run) {
+	ru.res.Batches = append(ru.res.Batches, c.res.Batches...)
+	c.res.Batches = nil
+	ru.res.Stats.add(c.res.Stats)
+	for f, bm := range c.res.Locations {
+		if have := ru.res.Locations[f]; have != nil {
+			have.Or(bm)
+		} else {
+			ru.res.Locations[f] = bm
+		}
+	}
+}
+
 // readRangeFile reads the row groups of one range file that may match.
 func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *FilePlan) error {
 	if field := ru.pageField(); ru.cached && field >= 0 {
 		return ru.readCached(ctx, te, fp, field)
 	}
-	rf, err := ru.p.opts.Store.OpenRange(ctx, te, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem, Streamed: ru.narrow})
+	rf, err := ru.openRange(ctx, te, nil)
 	if err != nil {
 		return err
 	}
 	defer rf.Close()
-	st := &ru.res.Stats
-	st.RangeFilesRead++
-	defer func() { st.BytesRead += rf.BytesRead() }()
+	defer func() { ru.res.Stats.BytesRead += rf.BytesRead() }()
+	return ru.readGroups(ctx, rf, ru.rowGroups(rf, fp))
+}
+
+// openRange opens a range file for the lookup, with its footer when one
+// was parsed already.
+func (ru *run) openRange(ctx context.Context, te *format.TrackingEntry, footer *metadata.FileMetaData) (*objstore.RangeFile, error) {
+	return ru.p.opts.Store.OpenRange(ctx, te, ru.is, format.RangeFileReadOptions{BatchRows: ru.p.opts.BatchRows, Allocator: ru.mem,
+		Streamed: ru.narrow, Footer: footer})
+}
+
+// rowGroups picks the row groups of a range file that may match, and
+// counts the file and them in its plan and the statistics.
+func (ru *run) rowGroups(rf *objstore.RangeFile, fp *FilePlan) []int {
 	var groups []int
 	for g := range rf.NumRowGroups() {
 		rows, stats := rf.RowGroupStats(g)
@@ -170,9 +289,17 @@ func (ru *run) readRangeFile(ctx context.Context, te *format.TrackingEntry, fp *
 			groups = append(groups, g)
 		}
 	}
+	st := &ru.res.Stats
 	fp.RowGroups, fp.RowGroupsRead = rf.NumRowGroups(), len(groups)
+	st.RangeFilesRead++
 	st.RowGroupsTotal += fp.RowGroups
 	st.RowGroupsRead += fp.RowGroupsRead
+	return groups
+}
+
+// readGroups reads row groups of a range file and keeps the matches.
+func (ru *run) readGroups(ctx context.Context, rf *objstore.RangeFile, groups []int) error {
+	st := &ru.res.Stats
 	if len(groups) == 0 {
 		return nil // Read takes nil for every row group
 	}
