@@ -219,3 +219,20 @@ func BenchmarkMergeFullRewrite(b *testing.B) {
 	b.ReportMetric(float64(len(x.entries)), "files")
 	b.ReportMetric(float64(bytes), "bytes-written")
 }
+
+// BenchmarkMergeUniformSpread changes every n-th row for shrinking n: the
+// delta of an updater that skips commits of uniformly spread upserts grows
+// with the commits it skips, while the index it rewrites stays the same.
+// The merge's cost should follow the entries it writes, not the changes.
+func BenchmarkMergeUniformSpread(b *testing.B) {
+	for _, every := range []int64{100, 20, 4} {
+		b.Run(fmt.Sprintf("every-%d", every), func(b *testing.B) {
+			x := newBenchIndex(b)
+			var changed []int64
+			for i := every / 2; i < x.rows; i += every {
+				changed = append(changed, i)
+			}
+			x.run(b, x.upserts(b, changed))
+		})
+	}
+}

@@ -36,8 +36,8 @@ type RangeWriterOptions struct {
 	// lookups skip more through the page index. Default: 64 KiB.
 	PageSizeBytes int
 	// BatchRows is the number of entries handed to the Parquet writer at
-	// once, and how often the size of the open file is looked at. Default:
-	// 32768.
+	// once (slices given to AddRows are gathered up to it), and how often
+	// the size of the open file is looked at. Default: 32768.
 	BatchRows int
 	// Store writes the files. Default: a store for local files only.
 	Store *objstore.Store
@@ -83,7 +83,15 @@ type RangeWriter struct {
 
 	arrowSchema *arrow.Schema
 	builder     *array.RecordBuilder
-	pending     int
+	pending     int // entries in builder
+	// chunks hold the entries given and not yet written, in order: slices
+	// from AddRows and batches of the builder's entries. They go to the
+	// Parquet writer as one batch of about BatchRows entries: a write costs
+	// a fixed setup per column, which a merge of uniformly spread changes,
+	// passing on a few rows between two changed keys, would otherwise pay
+	// for every few rows.
+	chunks    []arrow.RecordBatch
+	chunkRows int
 
 	// remaining, when set, estimates the entries still to come after those
 	// given so far; it lets the writer avoid leaving a small last file.
@@ -145,21 +153,23 @@ func (w *RangeWriter) Add(entry format.Key) error {
 	}
 	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
 	w.pending++
-	if w.pending >= w.opts.BatchRows {
+	if w.queued() >= w.opts.BatchRows {
 		return w.flushBatch()
 	}
 	return nil
 }
 
+// queued is the number of entries given and not yet written.
+func (w *RangeWriter) queued() int { return w.pending + w.chunkRows }
+
 // AddRows appends rows [from, to) of rec, a batch of entries with the
 // columns of ArrowSchema(EntrySchema) in EntrySchema order, after the
-// entries given before. The rows go to the Parquet writer as slices of rec.
+// entries given before. The rows go to the Parquet writer as slices of rec,
+// gathered with what comes before and after them up to BatchRows entries;
+// the writer holds a reference to rec until then.
 func (w *RangeWriter) AddRows(rec arrow.RecordBatch, from, to int) error {
 	if from >= to {
 		return nil
-	}
-	if err := w.flushBatch(); err != nil {
-		return err
 	}
 	for from < to {
 		if w.shouldClose(int64(to - from)) {
@@ -205,29 +215,71 @@ func (w *RangeWriter) rowKey(rec arrow.RecordBatch, i int) {
 	}
 }
 
-// writeRows hands rows [from, to) of rec to the open file.
+// writeRows queues rows [from, to) of rec for the open file, and writes
+// what is queued once it reaches BatchRows entries.
 func (w *RangeWriter) writeRows(rec arrow.RecordBatch, from, to int) error {
 	if from >= to {
 		return nil
 	}
-	if w.file == nil {
-		if err := w.openFile(); err != nil {
-			return err
-		}
-	}
-	part := rec
+	w.builderChunk()
+	var part arrow.RecordBatch
 	if from > 0 || to < int(rec.NumRows()) {
 		part = rec.NewSlice(int64(from), int64(to))
-		defer part.Release()
+	} else {
+		rec.Retain()
+		part = rec
 	}
-	if err := w.file.Write(part); err != nil {
-		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
-	}
+	w.chunks = append(w.chunks, part)
+	w.chunkRows += to - from
 	w.rowKey(rec, to-1)
 	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
-	w.rows += int64(to - from)
-	w.noteSize()
+	if w.queued() >= w.opts.BatchRows {
+		return w.flushBatch()
+	}
 	return nil
+}
+
+// builderChunk moves the builder's entries to the queue, behind the chunks
+// given before them.
+func (w *RangeWriter) builderChunk() {
+	if w.pending == 0 {
+		return
+	}
+	w.chunks = append(w.chunks, w.builder.NewRecordBatch())
+	w.chunkRows += w.pending
+	w.pending = 0
+}
+
+// dropChunks releases the queued chunks.
+func (w *RangeWriter) dropChunks() {
+	for _, c := range w.chunks {
+		c.Release()
+	}
+	clear(w.chunks)
+	w.chunks, w.chunkRows = w.chunks[:0], 0
+}
+
+// queuedBatch joins the queued chunks into one batch (the caller releases
+// it).
+func (w *RangeWriter) queuedBatch() (arrow.RecordBatch, error) {
+	if len(w.chunks) == 1 {
+		w.chunks[0].Retain()
+		return w.chunks[0], nil
+	}
+	cols := make([]arrow.Array, w.arrowSchema.NumFields())
+	defer releaseAll(cols)
+	parts := make([]arrow.Array, len(w.chunks))
+	for i := range cols {
+		for j, c := range w.chunks {
+			parts[j] = c.Column(i)
+		}
+		col, err := array.Concatenate(parts, w.opts.Allocator)
+		if err != nil {
+			return nil, fmt.Errorf("join range file entries of field %d: %w", w.schema.Fields()[i].ID, err)
+		}
+		cols[i] = col
+	}
+	return array.NewRecordBatch(w.arrowSchema, cols, int64(w.chunkRows)), nil
 }
 
 // shouldClose decides, before the next entries (of which the caller holds
@@ -239,7 +291,7 @@ func (w *RangeWriter) writeRows(rec arrow.RecordBatch, from, to int) error {
 // is no larger than it, so that the two split evenly. Past one and a half
 // targets it closes whatever follows.
 func (w *RangeWriter) shouldClose(ahead int64) bool {
-	rows := w.rows + int64(w.pending)
+	rows := w.rows + int64(w.queued())
 	if w.file == nil || w.rows == 0 || w.lastKey == nil {
 		return false
 	}
@@ -278,10 +330,11 @@ func (w *RangeWriter) split() error {
 	return nil
 }
 
-// flushBatch hands the buffered entries to the open range file, opening one
+// flushBatch hands the queued entries to the open range file, opening one
 // when needed, and notes when the file reached its target size.
 func (w *RangeWriter) flushBatch() error {
-	if w.pending == 0 {
+	w.builderChunk()
+	if w.chunkRows == 0 {
 		return nil
 	}
 	if w.file == nil {
@@ -289,10 +342,13 @@ func (w *RangeWriter) flushBatch() error {
 			return err
 		}
 	}
-	rec := w.builder.NewRecordBatch()
+	rec, err := w.queuedBatch()
+	if err != nil {
+		return err
+	}
 	defer rec.Release()
-	w.rows += int64(w.pending)
-	w.pending = 0
+	w.rows += int64(w.chunkRows)
+	w.dropChunks()
 	if err := w.file.Write(rec); err != nil {
 		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
 	}
@@ -348,12 +404,12 @@ func (w *RangeWriter) finishFile() error {
 // open returns the entries given since the last file was closed and an
 // estimate of the size they take.
 func (w *RangeWriter) open() (rows, size int64) {
-	rows = w.rows + int64(w.pending)
+	rows = w.rows + int64(w.queued())
 	if w.file == nil || w.rows == 0 {
 		return rows, 0
 	}
 	size = w.file.EstimatedSize()
-	return rows, size + int64(float64(size)/float64(w.rows)*float64(w.pending))
+	return rows, size + int64(float64(size)/float64(w.rows)*float64(w.queued()))
 }
 
 // Close finishes the last file and returns the tracking entries of every
@@ -379,6 +435,7 @@ func (w *RangeWriter) Abort() {
 func (w *RangeWriter) release() {
 	if !w.closed {
 		w.closed = true
+		w.dropChunks()
 		w.builder.Release()
 	}
 }

@@ -2,10 +2,13 @@ package compactor
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
@@ -114,5 +117,84 @@ func TestRangeWriterRefusesDisorder(t *testing.T) {
 	}
 	if err == nil {
 		t.Fatal("entries out of cluster order were accepted")
+	}
+}
+
+// TestRangeWriterGathersSlicesInOrder feeds the writer as a merge of
+// uniformly spread changes does: slices of a few rows of a batch (AddRows)
+// between single entries (Add). The files hold every entry once, in order,
+// and split only where the key changes, although the writer gathers what it
+// is given before the Parquet writer sees it.
+func TestRangeWriterGathersSlicesInOrder(t *testing.T) {
+	is := testIndexSchema(t)
+	as, err := format.ArrowSchema(is.EntrySchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+	defer b.Release()
+	const n = 3000
+	for i := range n {
+		// Even keys come from the batch, in runs of two entries per key.
+		for j, v := range []any{int64(2 * (i / 2)), fmt.Sprintf("old-%05d", i)} {
+			if err := format.AppendValue(b.Field(j), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	w, err := NewRangeWriter(context.Background(), is, "file://"+filepath.ToSlash(t.TempDir()), RangeWriterOptions{
+		TargetFileSize: 2 << 10, RowGroupRows: 512, BatchRows: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []format.Key
+	for from, step := 0, 1; from < n; step = step%5 + 1 {
+		to := min(from+step, n)
+		if to%2 == 1 && to < n {
+			to++ // a key's two entries travel together
+		}
+		if err := w.AddRows(rec, from, to); err != nil {
+			t.Fatal(err)
+		}
+		for i := from; i < to; i++ {
+			want = append(want, format.Key{int64(2 * (i / 2)), fmt.Sprintf("old-%05d", i)})
+		}
+		// An inserted entry of the odd key after the last one passed on.
+		k := int64(2*((to-1)/2) + 1)
+		e := format.Key{k, fmt.Sprintf("new-%05d", k)}
+		if err := w.Add(e); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, e)
+		from = to
+	}
+	entries, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) < 3 {
+		t.Fatalf("a 2 KiB target over %d entries should give several files, got %d", len(want), len(entries))
+	}
+	var got []format.Key
+	var prevLast int64 = -1
+	for i, e := range entries {
+		rows := readRangeFile(t, is, e)
+		if first := rows[0][0].(int64); first <= prevLast {
+			t.Errorf("file %d starts at key %d, previous file ended at %d: a key is split across files", i, first, prevLast)
+		}
+		prevLast = rows[len(rows)-1][0].(int64)
+		got = append(got, rows...)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d entries written, %d given", len(got), len(want))
+	}
+	for i := range want {
+		if got[i][0] != want[i][0] || got[i][1] != want[i][1] {
+			t.Fatalf("entry %d is %v, want %v", i, got[i], want[i])
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -49,6 +50,10 @@ type DeltaStats struct {
 	// removes them): the live positions before and after are compared, and
 	// only rows whose liveness changed are read in full.
 	EqualityKeyReads int
+	// EqualityResolves counts the calls to the EqualityResolver: one per
+	// set of equality fields, however many equality delete files the
+	// delta adds (an updater that skips snapshots meets one per commit).
+	EqualityResolves int
 }
 
 // EqualityResolver finds, through an index of the old snapshot, the rows an
@@ -157,6 +162,10 @@ type delta struct {
 	old, new *side
 	stats    DeltaStats
 	resolved map[string]*resolution // by equality delete file location
+	// addedEq groups the equality delete files live in the new snapshot
+	// only by their equality field IDs, so that each group is resolved in
+	// one call.
+	addedEq map[string][]iceberg.DataFile
 }
 
 func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
@@ -224,13 +233,19 @@ func (d *delta) run() error {
 	if err != nil {
 		return err
 	}
-	for p := range delNew {
-		if !delOld[p] {
-			d.stats.DeleteFilesAdded++
+	d.addedEq = map[string][]iceberg.DataFile{}
+	for _, p := range slices.Sorted(maps.Keys(delNew)) {
+		if _, ok := delOld[p]; ok {
+			continue
+		}
+		d.stats.DeleteFilesAdded++
+		if df := delNew[p]; df.ContentType() == iceberg.EntryContentEqDeletes {
+			k := equalityGroup(df)
+			d.addedEq[k] = append(d.addedEq[k], df)
 		}
 	}
 	for p := range delOld {
-		if !delNew[p] {
+		if _, ok := delNew[p]; !ok {
 			d.stats.DeleteFilesRemoved++
 		}
 	}
@@ -297,10 +312,10 @@ func (d *delta) run() error {
 	return nil
 }
 
-// liveFiles reads the live entries of manifests: data files by location
-// and the set of delete file locations.
-func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef, map[string]bool, error) {
-	data, deletes := map[string]fileRef{}, map[string]bool{}
+// liveFiles reads the live entries of manifests: data files and delete
+// files, by location.
+func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef, map[string]iceberg.DataFile, error) {
+	data, deletes := map[string]fileRef{}, map[string]iceberg.DataFile{}
 	for _, m := range manifests {
 		for e, err := range m.Entries(d.fs, true) {
 			if err != nil {
@@ -310,7 +325,7 @@ func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef,
 			if df.ContentType() == iceberg.EntryContentData {
 				data[df.FilePath()] = fileRef{file: df, seq: e.SequenceNum()}
 			} else {
-				deletes[df.FilePath()] = true
+				deletes[df.FilePath()] = df
 			}
 		}
 	}
@@ -532,26 +547,47 @@ func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) (*t
 	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}, nil
 }
 
-// resolve asks the resolver, once per equality delete file, which rows of
-// the old snapshot the delete may remove.
+// equalityGroup names the equality fields of an equality delete file, in
+// the order its tuples hold them.
+func equalityGroup(del iceberg.DataFile) string { return fmt.Sprint(del.EqualityFieldIDs()) }
+
+// resolve says which rows of the old snapshot an equality delete file may
+// remove. The first file of a group of added files with the same equality
+// fields resolves the tuples of the whole group in one call, whose answer
+// every file of the group shares: one pass over the index whether the
+// delta spans one commit or a hundred, where a call per file would read
+// the index once per skipped commit. A file thus also names rows that only
+// the group's other files delete, which costs reading those positions, never
+// correctness: a row live on both sides with the same entry cancels out.
 func (d *delta) resolve(del iceberg.DataFile) (*resolution, error) {
 	if r, ok := d.resolved[del.FilePath()]; ok {
 		return r, nil
 	}
+	group := []iceberg.DataFile{del}
+	if files := d.addedEq[equalityGroup(del)]; slices.ContainsFunc(files, func(f iceberg.DataFile) bool { return f.FilePath() == del.FilePath() }) {
+		group = files
+	}
 	r := &resolution{}
 	if d.opts.Equality != nil {
 		ids := del.EqualityFieldIDs()
-		tuples, err := d.equalityTuples(del, ids)
-		if err != nil {
-			return nil, err
+		var tuples []format.Key
+		for _, f := range group {
+			t, err := d.equalityTuples(f, ids)
+			if err != nil {
+				return nil, err
+			}
+			tuples = append(tuples, t...)
 		}
+		d.stats.EqualityResolves++
 		byFile, ok, err := d.opts.Equality.ResolveEquality(d.ctx, ids, tuples)
 		if err != nil {
-			return nil, fmt.Errorf("resolve equality deletes of %s: %w", del.FilePath(), err)
+			return nil, fmt.Errorf("resolve equality deletes of %s and %d more: %w", del.FilePath(), len(group)-1, err)
 		}
 		r.ok, r.byFile = ok, byFile
 	}
-	d.resolved[del.FilePath()] = r
+	for _, f := range group {
+		d.resolved[f.FilePath()] = r
+	}
 	return r, nil
 }
 

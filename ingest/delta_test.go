@@ -473,3 +473,42 @@ func TestDeltaEqualityResolver(t *testing.T) {
 		t.Errorf("a resolver that cannot answer: slow path %d, want 4", s.EqualityDeleteSlowPath)
 	}
 }
+
+// TestDeltaResolvesSkippedCommitsInOneCall checks the delta over several
+// upsert commits at once (an updater under policy latest): one resolver
+// call per index answers the equality delete files of every commit, and
+// the delta is still exact, including a key upserted twice and a delete of
+// a key whose row came in a skipped commit.
+func TestDeltaResolvesSkippedCommitsInOneCall(t *testing.T) {
+	indexes := testIndexes(t)
+	tbl := newTable(t, "skipped", 2)
+	for i := range int64(4) {
+		tbl, _ = testtables.Append(t, tbl, rowsRange(i*10, i*10+10, "a")...)
+	}
+	old := tbl.CurrentSnapshot()
+	upserts := [][]int64{{3, 25}, {25, 38}, {7, 25}}
+	for n, ids := range upserts {
+		var keys [][]any
+		var rows [][]any
+		for _, id := range ids {
+			keys = append(keys, []any{id})
+			rows = append(rows, row(id, fmt.Sprintf("v%d", n), "a"))
+		}
+		del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{fieldID}, keys...)
+		tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, rows...)
+	}
+	r := &scanResolver{t: t, tbl: tbl, old: old}
+	st := checkDelta(t, tbl, old, tbl.CurrentSnapshot(), indexes, DeltaOptions{Equality: r})
+	if r.calls != len(indexes) {
+		t.Errorf("resolver called %d times for %d indexes over %d commits, want once per index", r.calls, len(indexes), len(upserts))
+	}
+	s := st["location"]
+	if s.EqualityResolves != 1 || s.DeleteFilesAdded != len(upserts) || s.EqualityDeleteSlowPath != 0 {
+		t.Errorf("location index: %+v, want 1 resolve of %d delete files and no slow path", s, len(upserts))
+	}
+	// Ids 3, 7, 25 and 38 lose their first row, and their newest versions
+	// (25 of the last commit) come in.
+	if s.Deletes != 4 || s.Inserts != 4 {
+		t.Errorf("location index: %d deletes and %d inserts, want 4 and 4", s.Deletes, s.Inserts)
+	}
+}

@@ -45,6 +45,11 @@ const (
 	DefaultBatchBytes   = 4 << 20
 )
 
+// stagingL0Files is how many flushed memtables wait in Pebble's level 0
+// before a compaction: 16 of the default size hold a stage of about two
+// million mutations.
+const stagingL0Files = 16
+
 // StoreOptions configure a Store.
 type StoreOptions struct {
 	// Logger receives Pebble's messages (debug; its errors as warnings) and
@@ -279,7 +284,13 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		FS:           vfs.OnDiskFull(opts.FS, s.diskFull),
 		Merger:       countMerger,
 		MemTableSize: opts.MemTableSize,
-		Logger:       pebbleLogger{opts.Logger},
+		// A stage is written once, read once in key order and dropped: a
+		// compaction of its flushed memtables is work spent on data about
+		// to go. The merging read over a few dozen sorted files costs less,
+		// so compactions wait for many more of them than Pebble's default.
+		L0CompactionThreshold: stagingL0Files,
+		L0StopWritesThreshold: 4 * stagingL0Files,
+		Logger:                pebbleLogger{opts.Logger},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open staging store %s: %w", dir, err)

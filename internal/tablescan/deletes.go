@@ -58,7 +58,16 @@ type DeleteIndex struct {
 	posCache map[string]map[string]*dv.RoaringPositionBitmap // delete file -> data file -> positions
 	eqCache  map[string]*EqualityDeletes                     // delete file -> its tuples
 	shared   SharedEqualityDeletes
+	// merged holds the most recently merged equality sets, by their
+	// fields and delete files (mergedKeys, oldest first): the data files of
+	// a CDC table written before a run of upserts all meet the same
+	// equality delete files, which are merged once for all of them.
+	merged     map[string]*EqualityDeletes
+	mergedKeys []string
 }
+
+// mergedSets is how many merged equality sets a DeleteIndex keeps.
+const mergedSets = 4
 
 // SharedEqualityDeletes gives the content of an equality delete file read
 // with schema, from a cache that outlives one DeleteIndex, or by calling
@@ -94,6 +103,7 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 		eqByTuple: map[string][]DeleteFile{},
 		posCache:  map[string]map[string]*dv.RoaringPositionBitmap{},
 		eqCache:   map[string]*EqualityDeletes{},
+		merged:    map[string]*EqualityDeletes{},
 	}
 	for _, spec := range meta.PartitionSpecs() {
 		ix.specs[spec.ID()] = spec
@@ -273,9 +283,13 @@ func mayName(del iceberg.DataFile, path string) bool {
 // Load reads the delete files that apply to a data file of data sequence
 // number dataSeq (see Applicable) into its delete state. Equality delete
 // values are read as the types of schema, the schema the data is read with.
+// Equality sets of the same fields come merged into one where testing each
+// row of the file against each would cost more than the merge, and a merge
+// is shared by the data files the same delete files apply to.
 func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Schema, file iceberg.DataFile, dataSeq int64, opts Options) (*FileDeletes, error) {
 	opts.EnsureDefaults()
 	out := &FileDeletes{}
+	var eqPaths []string
 	for _, d := range ix.Applicable(file, dataSeq) {
 		df := d.File
 		switch df.ContentType() {
@@ -297,9 +311,72 @@ func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Sc
 				return nil, err
 			}
 			out.Equality = append(out.Equality, set)
+			eqPaths = append(eqPaths, df.FilePath())
 		}
 	}
+	out.Equality = ix.mergeEquality(out.Equality, eqPaths, file.Count())
 	return out, nil
+}
+
+// mergeEquality merges the sets of each group of equal fields when a file
+// of rows rows is worth it (see groupEquality); paths are the sets' delete
+// files, which name a merge in the cache.
+func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, rows int64) []*EqualityDeletes {
+	if len(sets) < 2 {
+		return sets
+	}
+	byFields := map[string][]int{} // indexes into sets
+	var order []string
+	for i, set := range sets {
+		k := fmt.Sprint(set.FieldIDs)
+		if _, ok := byFields[k]; !ok {
+			order = append(order, k)
+		}
+		byFields[k] = append(byFields[k], i)
+	}
+	out := make([]*EqualityDeletes, 0, len(order))
+	for _, k := range order {
+		members := byFields[k]
+		keys := 0
+		for _, i := range members {
+			keys += sets[i].Len()
+		}
+		if len(members) < 2 || rows*int64(len(members)) <= int64(keys) {
+			for _, i := range members {
+				out = append(out, sets[i])
+			}
+			continue
+		}
+		var name strings.Builder
+		name.WriteString(k)
+		for _, i := range members {
+			name.WriteByte(0)
+			name.WriteString(paths[i])
+		}
+		ix.mu.Lock()
+		m, ok := ix.merged[name.String()]
+		ix.mu.Unlock()
+		if !ok {
+			m = &EqualityDeletes{FieldIDs: sets[members[0]].FieldIDs, keys: make(map[string]struct{}, keys)}
+			for _, i := range members {
+				for key := range sets[i].keys {
+					m.keys[key] = struct{}{}
+				}
+			}
+			ix.mu.Lock()
+			if _, ok := ix.merged[name.String()]; !ok {
+				if len(ix.mergedKeys) == mergedSets {
+					delete(ix.merged, ix.mergedKeys[0])
+					ix.mergedKeys = ix.mergedKeys[1:]
+				}
+				ix.merged[name.String()] = m
+				ix.mergedKeys = append(ix.mergedKeys, name.String())
+			}
+			ix.mu.Unlock()
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func (ix *DeleteIndex) positions(ctx context.Context, fs iceio.IO, del iceberg.DataFile, dataPath string, opts Options) (*dv.RoaringPositionBitmap, error) {

@@ -493,3 +493,68 @@ func TestScanStopsOnCallbackError(t *testing.T) {
 		t.Errorf("err %v after %d calls, want the callback's error after 1", err, calls)
 	}
 }
+
+// TestDeleteIndexSharesMergedEqualitySets checks that data files the same
+// equality delete files apply to get one merged set, loaded once, and that
+// a file fewer of them apply to gets its own; the scan stays exact.
+func TestDeleteIndexSharesMergedEqualitySets(t *testing.T) {
+	tbl := newTable(t, 2, nil)
+	var rowsA, rowsB, rowsC [][]any
+	for i := range int64(6) {
+		rowsA = append(rowsA, r(i, "a", 1))
+		rowsB = append(rowsB, r(10+i, "b", 1))
+		rowsC = append(rowsC, r(20+i, "c", 1))
+	}
+	tbl, a := testtables.Append(t, tbl, rowsA...)
+	tbl, b := testtables.Append(t, tbl, rowsB...)
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(1)}, []any{int64(11)})
+	tbl, c := testtables.Append(t, tbl, rowsC...)
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(2)}, []any{int64(21)})
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(12)}, []any{int64(22)})
+	snap := tbl.CurrentSnapshot()
+
+	ix, err := PlanDeletes(context.Background(), tbl, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := tbl.FS(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(f iceberg.DataFile, seq int64) *FileDeletes {
+		t.Helper()
+		fd, err := ix.Load(context.Background(), fs, tbl.Schema(), f, seq, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fd
+	}
+	da, db, dc := load(a[0], 1), load(b[0], 2), load(c[0], 4)
+	if len(da.Equality) != 1 || len(db.Equality) != 1 || da.Equality[0] != db.Equality[0] {
+		t.Errorf("files A and B meet the same 3 delete files: %d and %d sets, shared %v; want one shared merged set",
+			len(da.Equality), len(db.Equality), len(da.Equality) == 1 && len(db.Equality) == 1 && da.Equality[0] == db.Equality[0])
+	}
+	if n := da.Equality[0].Len(); n != 6 {
+		t.Errorf("merged set of A and B holds %d keys, want 6", n)
+	}
+	if len(dc.Equality) != 1 || dc.Equality[0] == da.Equality[0] || dc.Equality[0].Len() != 4 {
+		t.Errorf("file C meets 2 of the delete files: want its own merged set of 4 keys")
+	}
+	var live []liveRow
+	for i, row := range rowsA {
+		if i != 1 && i != 2 {
+			live = append(live, want(a[0], int64(i), row))
+		}
+	}
+	for i, row := range rowsB {
+		if i != 1 && i != 2 {
+			live = append(live, want(b[0], int64(i), row))
+		}
+	}
+	for i, row := range rowsC {
+		if i != 1 && i != 2 {
+			live = append(live, want(c[0], int64(i), row))
+		}
+	}
+	checkRows(t, tbl, snap, live...)
+}
