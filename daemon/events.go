@@ -35,7 +35,8 @@ import (
 // Records are decoded on every core and staged in order by one goroutine:
 // a fetch is cut into chunks that the decoders take in parallel, and the
 // stager commits the chunks of a fetch in offset order, with the positions,
-// once the dead letters among them are written.
+// once the dead letters among them are written: after the last chunk of the
+// fetch, or after an earlier one once the batch is full.
 
 // eventsTable is a table with events-fed indexes.
 type eventsTable struct {
@@ -592,7 +593,7 @@ func (f *changeFeed) decodeRecord(dec map[*eventsTable]*tableDecoder, c *chunk, 
 }
 
 // stageLoop stages the chunks in fetch order and commits after the last
-// chunk of each fetch.
+// chunk of each fetch, or sooner when the batch is full.
 func (f *changeFeed) stageLoop(ctx context.Context, ordered <-chan *chunk) error {
 	batch := f.d.store.NewEventBatch()
 	defer batch.Close()
@@ -633,7 +634,7 @@ func (f *changeFeed) stageLoop(ctx context.Context, ordered <-chan *chunk) error
 		}
 		last := c.last
 		c.release() // the batch holds copies of what it staged
-		if !last {
+		if !last && !batch.Full() {
 			continue
 		}
 		if len(dead) > 0 && !f.sendDeadLetters(ctx, dead) {

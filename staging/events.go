@@ -152,6 +152,11 @@ func (b *EventBatch) SetRange(index string, tp TopicPartition, r EventRange) err
 // Len is the number of mutations added.
 func (b *EventBatch) Len() int { return b.events }
 
+// Full reports that the batch has grown as large as it should: a quarter of
+// a memtable, so that it keeps its buffer and goes into the memtable like
+// any write. A caller commits it at the next point its ranges can stand.
+func (b *EventBatch) Full() bool { return uint64(b.b.Len()) >= b.s.opts.MemTableSize/4 }
+
 // Commit writes the batch without waiting for the disk: the events and the
 // ranges reach the disk together or not at all, and a seal that follows
 // them (synced) takes them along, since Pebble's log is replayed in order.
