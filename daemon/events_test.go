@@ -221,6 +221,11 @@ func TestMalformedEventsGoToDeadLetters(t *testing.T) {
 		{`{"op":"c","after":{"id":901,"customer_id":1,"name":"x","score":1,"ts":1,"amount":"AA==","colour":"red"}}`, "column not in the table schema: colour"},
 		{`{"op":"u","before":{"id":3},"after":{"id":3,"customer_id":1,"name":"x","score":1,"ts":1,"amount":"AA=="}}`, "before image"},
 		{`{"op":"t","source":{"table":"orders"}}`, "truncate"},
+		// Native events for another table on a topic bound to test.orders,
+		// whether or not their rows would fit it.
+		{`{"op":"upsert","table":"test.other","row":{"id":902,"customer_id":1,"name":"x","score":1,"ts":1,"amount":"0.00"}}`,
+			"native event for table test.other on change topic " + changeTopic + ", which feeds test.orders"},
+		{`{"op":"upsert","table":"test.other","row":{"sku":"a"}}`, "native event for table test.other on change topic"},
 	}
 	for _, b := range bad {
 		w.writeRaw(0, []byte(b.value))

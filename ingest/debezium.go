@@ -54,7 +54,6 @@ var errTruncate = errors.New("truncate event (op t) refused: a truncate removes 
 // decimals as base64 bytes at the schema's scale, strings or doubles),
 // otherwise as DebeziumOptions and the column's Iceberg type say.
 func (d *ChangeDecoder) debezium(top *members, ev *ChangeEvent) error {
-	*ev = ChangeEvent{Before: ev.Before, After: ev.After, scratch: ev.scratch[:0]}
 	d.encs = d.noSchema
 	if top.payload != nil {
 		if isNull(top.payload) {
@@ -65,7 +64,7 @@ func (d *ChangeDecoder) debezium(top *members, ev *ChangeEvent) error {
 				return err
 			}
 		}
-		inner, err := readTop(top.payload)
+		inner, err := readTop(top.payload, &passing{d: d, ev: ev})
 		if err != nil {
 			return fmt.Errorf("debezium payload: %w", err)
 		}
@@ -100,8 +99,10 @@ func (d *ChangeDecoder) debezium(top *members, ev *ChangeEvent) error {
 		if top.after == nil || isNull(top.after) {
 			return fmt.Errorf("debezium %s event without an after image", ev.Op)
 		}
-		if err := d.decodeImage(top.after, &ev.After, ev); err != nil {
-			return fmt.Errorf("after: %w", err)
+		if !top.afterRead {
+			if err := d.decodeImage(top.after, &ev.After, ev); err != nil {
+				return fmt.Errorf("after: %w", err)
+			}
 		}
 	}
 	if ev.Op != OpInsert {
@@ -109,9 +110,11 @@ func (d *ChangeDecoder) debezium(top *members, ev *ChangeEvent) error {
 			return fmt.Errorf("debezium %s event without a before image: the index needs the old row to remove its entry "+
 				"(have the source log full before images, e.g. PostgreSQL REPLICA IDENTITY FULL)", ev.Op)
 		}
-		if err := d.decodeImage(top.before, &ev.Before, ev); err != nil {
-			return fmt.Errorf("before image is not full enough to remove the old entry (have the source log full before images, "+
-				"e.g. PostgreSQL REPLICA IDENTITY FULL): %w", err)
+		if !top.beforeRead {
+			if err := d.decodeImage(top.before, &ev.Before, ev); err != nil {
+				return fmt.Errorf("before image is not full enough to remove the old entry (have the source log full before images, "+
+					"e.g. PostgreSQL REPLICA IDENTITY FULL): %w", err)
+			}
 		}
 	}
 	return nil

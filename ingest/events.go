@@ -338,7 +338,9 @@ func (d *ChangeDecoder) Columns() *RowColumns { return d.rc }
 // Debezium envelope whose payload is null, is ErrTombstone. ev is reused
 // across calls; its rows hold values until the next call.
 func (d *ChangeDecoder) Decode(value []byte, ev *ChangeEvent) error {
-	top, err := readTop(value)
+	*ev = ChangeEvent{Before: ev.Before, After: ev.After, scratch: ev.scratch[:0]}
+	d.encs = d.noSchema // the encodings of a Debezium event without a schema, decoded in passing
+	top, err := readTop(value, &passing{d: d, ev: ev})
 	if err != nil {
 		return err
 	}
@@ -367,10 +369,33 @@ type members struct {
 	// unknown is the first member not listed above, for the native form,
 	// which refuses it.
 	unknown string
+	// beforeRead and afterRead say that the before and after images were
+	// decoded in passing, into the event's rows, from exactly the spans
+	// above.
+	beforeRead, afterRead bool
 }
 
-// readTop reads the members of a top-level object, skipping their values.
-func readTop(value []byte) (members, error) {
+// passing decodes the before and after images of a Debezium event while
+// readTop passes them, with the decoder's encodings at the time, so that
+// the bytes of an image are read once rather than skipped and then read
+// again. An image that fails is only skipped: whoever needs it decodes its
+// span again, which gives the error its full context.
+type passing struct {
+	d  *ChangeDecoder
+	ev *ChangeEvent
+}
+
+// image decodes the row image at s into row.
+func (p *passing) image(s *scanner, row *Row) bool {
+	if p.d.rc.decodeRow(s, row, &p.ev.scratch, p.d.convert) != nil {
+		return false
+	}
+	return p.d.rc.checkNulls(row) == nil
+}
+
+// readTop reads the members of a top-level object, skipping their values
+// except the images p decodes (p nil: none).
+func readTop(value []byte, p *passing) (members, error) {
 	var m members
 	s := scanner{data: value}
 	if s.atEnd() {
@@ -380,9 +405,32 @@ func readTop(value []byte) (members, error) {
 		return m, errors.New("change event: want a JSON object")
 	}
 	err := s.object(func(key []byte, escaped bool) error {
-		v, err := s.skip()
-		if err != nil {
-			return err
+		var row *Row
+		var read *bool
+		if p != nil {
+			switch string(key) {
+			case "before":
+				row, read = &p.ev.Before, &m.beforeRead
+			case "after":
+				row, read = &p.ev.After, &m.afterRead
+			}
+		}
+		var v []byte
+		if row != nil && s.peek() == kindObject {
+			start := s.pos
+			if *read = p.image(&s, row); *read {
+				v = s.data[start:s.pos]
+			} else {
+				s.pos = start
+			}
+		} else if read != nil {
+			*read = false
+		}
+		if v == nil {
+			var err error
+			if v, err = s.skip(); err != nil {
+				return err
+			}
 		}
 		switch string(key) {
 		case "schema":

@@ -67,7 +67,7 @@ func fuzzChangeEvent(t *testing.T, d *ChangeDecoder, ee *EventEntries, data []by
 // isTombstonePayload reports whether data is an envelope whose payload is
 // null, the one non-empty record that is a tombstone.
 func isTombstonePayload(data []byte) bool {
-	top, err := readTop(data)
+	top, err := readTop(data, nil)
 	return err == nil && top.payload != nil && isNull(top.payload)
 }
 

@@ -271,6 +271,44 @@ func TestDebeziumOps(t *testing.T) {
 	}
 }
 
+// TestDebeziumImagesDecodedInPassing: the images are decoded as the event
+// is read, and that changes nothing a record means: an image the op does not
+// need may be anything, the last of repeated members counts, and an image
+// that fails still lets the rest of the record be checked.
+func TestDebeziumImagesDecodedInPassing(t *testing.T) {
+	d := newDecoder(t, []int{1, 2}, DebeziumOptions{})
+	var ev ChangeEvent
+	for msg, want := range map[string]string{
+		`{"op":"c","before":{"id":1},"after":{"id":2,"name":"b"}}`:                              "",
+		`{"before":{"id":1,"name":"a","zzz":0},"op":"c","after":{"id":2,"name":"b"}}`:           "",
+		`{"after":{"id":1},"after":{"id":2,"name":"b"},"op":"c"}`:                               "",
+		`{"after":{"id":1,"name":"a"},"op":"c","after":{"id":2}}`:                               "after: row image lacks column name",
+		`{"op":"d","before":{"id":2,"name":"b"},"after":{"id":1}}`:                              "",
+		`{"op":"u","before":{"id":2,"name":"b"},"after":{"id":2,"name":"b"},"before":{"id":2}}`: "before image is not full enough",
+		`{"op":"c","after":{"id":1,"name":5},"source":{"x":}}`:                                  "malformed JSON",
+		`{"op":"c","after":{"id":1,"name":"a"},"after":null}`:                                   "without an after image",
+	} {
+		err := d.Decode([]byte(msg), &ev)
+		if want != "" {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: err %v, want %q", msg, err, want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", msg, err)
+			continue
+		}
+		row := &ev.After
+		if ev.Op == OpDelete {
+			row = &ev.Before
+		}
+		if id, name := value(t, d, row, 1), value(t, d, row, 2); id != int64(2) || name != "b" {
+			t.Errorf("%s: row id %v name %v, want 2 and b", msg, id, name)
+		}
+	}
+}
+
 func TestNative(t *testing.T) {
 	d := newDecoder(t, []int{1, 2, 7, 11, 17}, DebeziumOptions{})
 	var ev ChangeEvent

@@ -112,6 +112,26 @@ func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
 		return nil, false, err
 	}
 	start := s.pos
+	// Most strings of a change event (member names, short values) end
+	// within a few bytes, sooner than IndexByte gets going: look at those
+	// bytes one by one first.
+	for end := min(s.pos+shortString, len(s.data)); s.pos < end; {
+		switch s.data[s.pos] {
+		case '"':
+			raw = s.data[start:s.pos]
+			s.pos++
+			return raw, escaped, nil
+		case '\\':
+			escaped = true
+			s.pos += 2 // the backslash and the escaped byte; unescape checks them
+			if s.pos > len(s.data) {
+				s.pos = len(s.data)
+				return nil, false, s.errorf("string not closed")
+			}
+			continue
+		}
+		s.pos++
+	}
 	for {
 		i := indexQuoteOrBackslash(s.data[s.pos:])
 		if i < 0 {
@@ -132,6 +152,9 @@ func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
 		}
 	}
 }
+
+// shortString is how many bytes of a string rawString looks at one by one.
+const shortString = 16
 
 func indexQuoteOrBackslash(b []byte) int {
 	q := bytes.IndexByte(b, '"')

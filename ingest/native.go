@@ -20,7 +20,7 @@ import (
 // binary, fixed as base64; "NaN", "Infinity" and "-Infinity" for floats.
 // Unknown members are an error.
 func (d *ChangeDecoder) native(top *members, ev *ChangeEvent) error {
-	*ev = ChangeEvent{Before: ev.Before, After: ev.After, scratch: ev.scratch[:0]}
+	*ev = ChangeEvent{Before: ev.Before, After: ev.After, scratch: ev.scratch[:0]} // what was decoded in passing is Debezium's
 	d.encs = d.plain
 	if top.unknown != "" {
 		return fmt.Errorf("native change event: unknown member %q (want op, table, row, before)", top.unknown)
@@ -78,7 +78,7 @@ func (d *ChangeDecoder) native(top *members, ev *ChangeEvent) error {
 // value is no native event or names none; it decodes nothing else, so a
 // feed can route a record before decoding it with the table's columns.
 func PeekTable(value []byte) string {
-	top, err := readTop(value)
+	top, err := readTop(value, nil)
 	if err != nil || top.row == nil || top.table == nil {
 		return ""
 	}

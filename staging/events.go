@@ -70,6 +70,11 @@ func eventPartitionPrefix(space byte, index string, tp TopicPartition) []byte {
 	return binary.BigEndian.AppendUint32(k, uint32(tp.Partition))
 }
 
+// eventKeyLen is the length of the keys appendEventKey makes.
+func eventKeyLen(index string, tp TopicPartition) int {
+	return 1 + len(index) + 1 + len(tp.Topic) + 1 + 4 + 8 + 1
+}
+
 func appendEventKey(dst []byte, index string, tp TopicPartition, offset int64, seq uint8) []byte {
 	dst = append(dst, spaceEvent)
 	dst = append(dst, index...)
@@ -84,15 +89,17 @@ func appendEventKey(dst []byte, index string, tp TopicPartition, offset int64, s
 // EventBatch stages change-event mutations of any number of indexes and the
 // ranges they reach, written at once by Commit. It belongs to one goroutine.
 type EventBatch struct {
-	s        *Store
-	b        *pebble.Batch
-	key, val []byte
-	events   int
+	s      *Store
+	b      *pebble.Batch
+	events int
 }
 
-// NewEventBatch starts a batch of change events.
+// NewEventBatch starts a batch of change events. The batch keeps its buffer
+// from one Commit to the next up to half a memtable (a larger batch goes to
+// Pebble whole, as a memtable of its own), so that a feed committing a fetch
+// at a time does not grow a fresh buffer for each.
 func (s *Store) NewEventBatch() *EventBatch {
-	return &EventBatch{s: s, b: s.db.NewBatch()}
+	return &EventBatch{s: s, b: s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(int(s.opts.MemTableSize / 2)))}
 }
 
 // Add stages one mutation of the event at offset of tp for index: count
@@ -109,10 +116,14 @@ func (b *EventBatch) Add(index string, tp TopicPartition, offset int64, seq uint
 	if offset < 0 {
 		return fmt.Errorf("stage event of %s at offset %d: negative offset", tp, offset)
 	}
-	b.key = appendEventKey(b.key[:0], index, tp, offset, seq)
-	b.val = binary.AppendUvarint(binary.AppendVarint(b.val[:0], int64(count)), uint64(len(entryKey)))
-	b.val = append(append(b.val, entryKey...), entryValue...)
-	if err := b.b.Set(b.key, b.val, nil); err != nil {
+	// Written in place in the batch: an event is staged with one copy.
+	var head [2 * binary.MaxVarintLen64]byte
+	h := binary.AppendUvarint(binary.AppendVarint(head[:0], int64(count)), uint64(len(entryKey)))
+	op := b.b.SetDeferred(eventKeyLen(index, tp), len(h)+len(entryKey)+len(entryValue))
+	appendEventKey(op.Key[:0], index, tp, offset, seq)
+	copy(op.Value[copy(op.Value, h):], entryKey)
+	copy(op.Value[len(h)+len(entryKey):], entryValue)
+	if err := op.Finish(); err != nil {
 		return fmt.Errorf("stage event of %s at offset %d: %w", tp, offset, err)
 	}
 	b.events++
@@ -140,6 +151,11 @@ func (b *EventBatch) SetRange(index string, tp TopicPartition, r EventRange) err
 
 // Len is the number of mutations added.
 func (b *EventBatch) Len() int { return b.events }
+
+// Full reports that the batch has grown as large as it should: a quarter of
+// a memtable, so that it keeps its buffer and goes into the memtable like
+// any write. A caller commits it at the next point its ranges can stand.
+func (b *EventBatch) Full() bool { return uint64(b.b.Len()) >= b.s.opts.MemTableSize/4 }
 
 // Commit writes the batch without waiting for the disk: the events and the
 // ranges reach the disk together or not at all, and a seal that follows

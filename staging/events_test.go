@@ -102,3 +102,44 @@ func TestEventStaging(t *testing.T) {
 		t.Error("an inverted range was accepted")
 	}
 }
+
+// TestEventBatchFull: a batch says it is full once it holds a quarter of a
+// memtable, and committed it is empty again and keeps serving: every event
+// of the batches written reads back, and the range committed last stands.
+func TestEventBatchFull(t *testing.T) {
+	dir := t.TempDir()
+	s := openTestStore(t, dir, StoreOptions{MemTableSize: 1 << 20})
+	tp := TopicPartition{"cdc", 0}
+	b := s.NewEventBatch()
+	defer b.Close()
+	value := make([]byte, 500)
+	off, commits := int64(0), 0
+	for commits < 3 {
+		if b.Full() {
+			t.Fatalf("full with %d events", b.Len())
+		}
+		for !b.Full() {
+			if err := b.Add("t/pk", tp, off, 0, fmt.Appendf(nil, "k%07d", off), value, 1); err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+		// An event takes its value and some 40 bytes of key and framing.
+		if n := b.Len(); n*len(value) > (1<<20)/4 || n*(len(value)+100) < (1<<20)/4 {
+			t.Fatalf("full after %d events of %d bytes, want a quarter of the memtable", n, len(value))
+		}
+		if err := b.SetRange("t/pk", tp, EventRange{0, off}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		commits++
+	}
+	if got := eventsOf(t, s, "t/pk", tp, 0, off); int64(len(got)) != off || got[len(got)-1].key != fmt.Sprintf("k%07d", off-1) {
+		t.Fatalf("%d events read back, want %d", len(got), off)
+	}
+	if r, err := s.EventRanges("t/pk"); err != nil || r[tp] != (EventRange{0, off}) {
+		t.Errorf("range %v (%v), want [0, %d)", r[tp], err, off)
+	}
+}
