@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,7 +25,8 @@ type Block struct {
 	rec   arrow.RecordBatch
 	cols  []storedColumn
 	byID  map[int]int // field ID to position in cols and rec
-	bytes int64
+	// bytesOf counts what the block's buffers hold.
+	bytesOf *countingAllocator
 }
 
 // ReadBlock reads rows [first, first+n) of row group rowGroup, every stored
@@ -46,7 +48,9 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 			props.SetReadDict(c.leaf, true)
 		}
 	}
-	mem := memory.DefaultAllocator
+	// The bytes the block holds are what its allocations leave behind once
+	// the reader is released: buffers reserved and not used count too.
+	mem := &countingAllocator{Allocator: memory.DefaultAllocator}
 	var rdr pqarrow.RecordReader
 	if err := r.guard(func() error {
 		fr, err := pqarrow.NewFileReader(r.pf, props, mem)
@@ -63,12 +67,12 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 		}
 		return nil, r.failure("read", err)
 	}
-	defer rdr.Release()
 	var parts []arrow.RecordBatch
 	defer func() {
 		for _, p := range parts {
 			p.Release()
 		}
+		rdr.Release()
 	}()
 	for got := int64(0); got < n; {
 		next, err := r.nextBatch(ctx, rdr)
@@ -97,10 +101,31 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
 		}
 	}
-	for _, col := range rec.Columns() {
-		b.bytes += arrayBytes(col.Data())
-	}
+	// Measured once the reader and the parts are released (deferred): a
+	// Block holds what the allocator still counts then.
+	b.bytesOf = mem
 	return b, nil
+}
+
+// countingAllocator counts the bytes allocated and not yet freed.
+type countingAllocator struct {
+	memory.Allocator
+	live atomic.Int64
+}
+
+func (c *countingAllocator) Allocate(n int) []byte {
+	c.live.Add(int64(n))
+	return c.Allocator.Allocate(n)
+}
+
+func (c *countingAllocator) Reallocate(n int, b []byte) []byte {
+	c.live.Add(int64(n - len(b)))
+	return c.Allocator.Reallocate(n, b)
+}
+
+func (c *countingAllocator) Free(b []byte) {
+	c.live.Add(-int64(len(b)))
+	c.Allocator.Free(b)
 }
 
 // concatBatches joins batches of one schema into one.
@@ -129,29 +154,12 @@ func concatBatches(mem memory.Allocator, parts []arrow.RecordBatch) (arrow.Recor
 	return array.NewRecordBatch(parts[0].Schema(), cols, rows), nil
 }
 
-// arrayBytes is the memory an array's buffers hold, dictionaries and
-// children included.
-func arrayBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, b := range d.Buffers() {
-		if b != nil {
-			n += int64(b.Cap())
-		}
-	}
-	for _, c := range d.Children() {
-		n += arrayBytes(c)
-	}
-	if d.DataType().ID() == arrow.DICTIONARY {
-		n += arrayBytes(d.Dictionary())
-	}
-	return n
-}
-
 // NumRows is the block's number of rows.
 func (b *Block) NumRows() int64 { return b.rec.NumRows() }
 
-// Bytes is the memory the block holds.
-func (b *Block) Bytes() int64 { return b.bytes }
+// Bytes is the memory the block holds: its buffers as allocated, unused
+// capacity included.
+func (b *Block) Bytes() int64 { return b.bytesOf.live.Load() }
 
 // Rows returns the given rows of the block (offsets in the block,
 // ascending; nil for all) with the given stored fields (nil: all, in

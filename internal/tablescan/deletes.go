@@ -76,7 +76,9 @@ const mergedSets = 4
 type SharedEqualityDeletes func(del iceberg.DataFile, schema *iceberg.Schema, read func() (*EqualityDeletes, error)) (*EqualityDeletes, error)
 
 // ShareEqualityDeletes makes the index load equality delete files through
-// shared; call it before Load.
+// shared, and keeps the sets of each file apart: a caller that shares them
+// tests a few rows of a data file (a lookup's matches), for which merging
+// the sets costs more than it saves. Call it before Load.
 func (ix *DeleteIndex) ShareEqualityDeletes(shared SharedEqualityDeletes) { ix.shared = shared }
 
 // PlanDeletes reads the delete manifests of snap and indexes its live delete
@@ -322,7 +324,7 @@ func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Sc
 // of rows rows is worth it (see groupEquality); paths are the sets' delete
 // files, which name a merge in the cache.
 func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, rows int64) []*EqualityDeletes {
-	if len(sets) < 2 {
+	if len(sets) < 2 || ix.shared != nil {
 		return sets
 	}
 	byFields := map[string][]int{} // indexes into sets
