@@ -21,10 +21,10 @@ import (
 // A Block is read-only and safe for concurrent use; it needs no Release,
 // its buffers are the Go allocator's.
 type Block struct {
-	name  string // the range file's, for errors
-	rec   arrow.RecordBatch
-	cols  []storedColumn
-	byID  map[int]int // field ID to position in cols and rec
+	name string // the range file's, for errors
+	rec  arrow.RecordBatch
+	cols []storedColumn
+	byID map[int]int // field ID to position in cols and rec
 	// bytesOf counts what the block's buffers hold.
 	bytesOf *countingAllocator
 }
