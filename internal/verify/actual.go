@@ -58,7 +58,7 @@ func (v *verifier) actual(snap *format.Snapshot, out *extsort.Sorter) error {
 
 // rangeFile reads one range file, checks it and adds its entries.
 func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *extsort.Sorter) error {
-	r, err := v.opts.Store.OpenRange(v.ctx, &te, v.is, format.RangeFileReadOptions{})
+	r, err := v.opts.Store.OpenRange(v.ctx, &te, v.is, format.RangeFileReadOptions{BatchRows: 8192})
 	if brokenFile(err) {
 		v.problem("range file %d: %v", i, err)
 		return nil
@@ -106,7 +106,6 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 			}
 			last = key
 			b.observe(all)
-			v.placeholder(entry)
 			if enc, err = v.encode(enc[:0], entry); err != nil {
 				return err
 			}
@@ -192,22 +191,6 @@ func (v *verifier) allColumns(rec arrow.RecordBatch) ([]arrow.Array, func(), err
 func nullArray(f format.IndexField, n int) arrow.Array {
 	dt, _ := format.ArrowType(f.Type)
 	return array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
-}
-
-// placeholder swaps the position of an entry for the placeholder of its
-// group of identical rows, as the expected side did.
-func (v *verifier) placeholder(entry format.Key) {
-	if v.posPos < 0 || v.filePos < 0 {
-		return
-	}
-	path, _ := entry[v.filePos].(string)
-	pos, ok := entry[v.posPos].(int64)
-	if !ok {
-		return
-	}
-	if p, amb := v.ambiguous[path][pos]; amb {
-		entry[v.posPos] = p
-	}
 }
 
 func keyString(is *format.IndexSchema, k format.Key) string {

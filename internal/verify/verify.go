@@ -6,6 +6,10 @@
 // plain read of each data file; it shares no code with the scanner the
 // builder uses. Expected and actual entries are compared as multisets by
 // sorting both within a memory budget.
+//
+// Concurrency: a verification reads the table (expected side) and the
+// index's range files (actual side) on two goroutines at once; they meet
+// only in the final merge.
 package verify
 
 import (
@@ -16,6 +20,7 @@ import (
 	"iter"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -128,19 +133,33 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 		return nil, fmt.Errorf("resolve index against the source schema: %w", err)
 	}
 	r := &Report{IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: source.SnapshotID}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	v := &verifier{ctx: ctx, opts: opts, tbl: tbl, md: md, source: source, schema: schema, is: is, report: r,
-		ambiguous: map[string]map[int64]int64{}}
+		hasher: newRowHasher(), ambiguous: map[string]map[int64]int64{}}
 	v.layout()
 
 	expected := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer expected.Close()
-	if err := v.expected(expected); err != nil {
-		return nil, err
-	}
 	actual := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer actual.Close()
-	if err := v.actual(snap, actual); err != nil {
-		return nil, err
+	// The two sides share nothing until compare (the expected side writes
+	// ambiguous and AmbiguousRows, the actual side RangeFiles and
+	// FileProblems), so they run at once: the table scan and the range
+	// files each keep a core busy. The first error stops both.
+	var first error
+	var once sync.Once
+	fail := func(err error) {
+		if err != nil {
+			once.Do(func() { first = err; cancel() })
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { fail(v.actual(snap, actual)) })
+	fail(v.expected(expected))
+	wg.Wait()
+	if first != nil {
+		return nil, first
 	}
 	r.ExpectedEntries, r.IndexEntries = expected.Len(), actual.Len()
 	if err := v.compare(expected, actual); err != nil {
@@ -159,6 +178,7 @@ type verifier struct {
 	schema *iceberg.Schema
 	is     *format.IndexSchema
 	report *Report
+	hasher *rowHasher
 
 	stored  []format.IndexField // the fields compared: those stored in range files
 	types   []iceberg.Type
@@ -166,7 +186,8 @@ type verifier struct {
 	posPos  int // position of _pos among stored, or -1
 
 	// ambiguous maps data file -> position -> placeholder for rows whose
-	// position cannot be told from a deleted identical row's.
+	// position cannot be told from a deleted identical row's (see locator).
+	// The expected side fills it; compare reads it once both sides are done.
 	ambiguous map[string]map[int64]int64
 }
 
@@ -212,11 +233,29 @@ func (v *verifier) describe(enc []byte) string {
 	return strings.Join(parts, " ")
 }
 
-// compare merges the two sorted multisets.
+// compare merges the two sorted multisets. Entries of rows with
+// ambiguous positions (see locator) are set aside from both, their
+// position swapped for their placeholder, and compared as multisets of
+// their own.
 func (v *verifier) compare(expected, actual *extsort.Sorter) error {
-	nextE, stopE := iter.Pull(sorted(expected))
+	if len(v.ambiguous) == 0 || v.filePos < 0 {
+		return v.merge(v.sorted(expected, nil), v.sorted(actual, nil))
+	}
+	asideE := extsort.NewSorter(v.opts.SpillDir, v.opts.MemoryBudget, v.opts.Logger)
+	defer asideE.Close()
+	asideA := extsort.NewSorter(v.opts.SpillDir, v.opts.MemoryBudget, v.opts.Logger)
+	defer asideA.Close()
+	if err := v.merge(v.sorted(expected, asideE), v.sorted(actual, asideA)); err != nil {
+		return err
+	}
+	return v.merge(v.sorted(asideE, nil), v.sorted(asideA, nil))
+}
+
+// merge counts the differences of two sorted streams of entries.
+func (v *verifier) merge(expected, actual iter.Seq[sortedRec]) error {
+	nextE, stopE := iter.Pull(expected)
 	defer stopE()
-	nextA, stopA := iter.Pull(sorted(actual))
+	nextA, stopA := iter.Pull(actual)
 	defer stopA()
 	e, okE := nextE()
 	a, okA := nextA()
@@ -254,6 +293,24 @@ func (v *verifier) compare(expected, actual *extsort.Sorter) error {
 	return nil
 }
 
+// aside gives the encoding of an entry with its placeholder position when
+// the entry locates one of identical rows (ok), else nothing.
+func (v *verifier) aside(enc []byte) (swapped []byte, ok bool, err error) {
+	k, _, err := format.DecodeKey(enc, v.types)
+	if err != nil {
+		return nil, false, err
+	}
+	path, _ := k[v.filePos].(string)
+	pos, isPos := k[v.posPos].(int64)
+	p, amb := v.ambiguous[path][pos]
+	if !isPos || !amb {
+		return nil, false, nil
+	}
+	k[v.posPos] = p
+	swapped, err = v.encode(nil, k)
+	return swapped, err == nil, err
+}
+
 type sortedRec struct {
 	key []byte
 	err error
@@ -269,12 +326,23 @@ func firstErr(e, a sortedRec, okE, okA bool) error {
 	return nil
 }
 
-// sorted yields the keys of a sorter in order, each a copy.
-func sorted(s *extsort.Sorter) iter.Seq[sortedRec] {
+// sorted yields the keys of a sorter in order; each is valid until the
+// next is pulled. With aside, the entries of rows with ambiguous positions
+// go there instead.
+func (v *verifier) sorted(s, aside *extsort.Sorter) iter.Seq[sortedRec] {
 	return func(yield func(sortedRec) bool) {
 		errStop := errors.New("stop")
 		err := s.Iterate(func(k, _ []byte) error {
-			if !yield(sortedRec{key: append([]byte(nil), k...)}) {
+			if aside != nil {
+				swapped, ok, err := v.aside(k)
+				if err != nil {
+					return err
+				}
+				if ok {
+					return aside.Add(swapped, nil)
+				}
+			}
+			if !yield(sortedRec{key: k}) {
 				return errStop
 			}
 			return nil
