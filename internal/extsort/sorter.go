@@ -85,11 +85,11 @@ func (s *Sorter) Add(key, value []byte) error {
 	return nil
 }
 
-// growRecs makes room for more records. Past a small sort it grows the
-// slice straight to the number of records the budget holds at the average
-// size so far: growing a quarter at a time copies every record into fresh
-// memory again and again, and each fresh page costs a page fault, which
-// made growing the slice cost more than sorting it.
+// growRecs makes room for more records. Past a small sort it doubles the
+// slice, though never past the records the budget holds at the average
+// size so far: append grows a large slice a quarter at a time, copying every
+// record into fresh memory again and again, and each fresh page costs a
+// page fault, which made growing the slice cost more than sorting it.
 func (s *Sorter) growRecs() {
 	const small = 1 << 16 // below this, append's own growth is cheap
 	n := len(s.recs)
@@ -97,8 +97,8 @@ func (s *Sorter) growRecs() {
 		return
 	}
 	fit := int(s.budget / max(s.memBytes/int64(n), 1))
-	if fit > n+n/4 {
-		s.recs = slices.Grow(s.recs, fit-n)
+	if grown := min(2*n, fit); grown > n+n/4 {
+		s.recs = slices.Grow(s.recs, grown-n)
 	}
 }
 

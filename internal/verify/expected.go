@@ -85,13 +85,19 @@ func (v *verifier) expectedBatch(rec arrow.RecordBatch, path string, loc *locato
 		return err
 	}
 	defer entries.Release()
+	file := v.files.number(path)
 	for i := 0; i < int(entries.NumRows()); i++ {
 		si := 0
 		for col, f := range v.is.Fields() {
-			if f.Stored() {
-				s.entry[si] = format.ValueAtAs(f.Type, entries.Column(col), i)
-				si++
+			if !f.Stored() {
+				continue
 			}
+			if si == v.filePos {
+				s.entry[si] = file
+			} else {
+				s.entry[si] = format.ValueAtAs(f.Type, entries.Column(col), i)
+			}
+			si++
 		}
 		if s.enc, err = v.encode(s.enc[:0], s.entry); err != nil {
 			return err
@@ -109,6 +115,8 @@ func addLocation(mem memory.Allocator, rec arrow.RecordBatch, path string, posit
 	n := int(rec.NumRows())
 	fb := array.NewStringBuilder(mem)
 	defer fb.Release()
+	fb.Reserve(n)
+	fb.ReserveData(n * len(path))
 	for range n {
 		fb.Append(path)
 	}

@@ -180,10 +180,13 @@ type verifier struct {
 	report *Report
 	hasher *rowHasher
 
-	stored  []format.IndexField // the fields compared: those stored in range files
-	types   []iceberg.Type
-	filePos int // position of _file among stored, or -1
-	posPos  int // position of _pos among stored, or -1
+	stored []format.IndexField // the fields compared: those stored in range files
+	// keyTypes are the types of the stored fields as compared: those of
+	// stored, but _file is compared by its number in files.
+	keyTypes []iceberg.Type
+	filePos  int // position of _file among stored, or -1
+	posPos   int // position of _pos among stored, or -1
+	files    fileNumbers
 
 	// ambiguous maps data file -> position -> placeholder for rows whose
 	// position cannot be told from a deleted identical row's (see locator).
@@ -205,24 +208,68 @@ func (v *verifier) layout() {
 				v.posPos = len(v.stored)
 			}
 		}
+		t := f.Type
+		if len(v.stored) == v.filePos {
+			t = iceberg.PrimitiveTypes.Int64
+		}
 		v.stored = append(v.stored, f)
-		v.types = append(v.types, f.Type)
+		v.keyTypes = append(v.keyTypes, t)
 	}
 }
 
-// encode turns the stored values of an entry into the bytes compared.
+// fileNumbers numbers data file paths in the order they are first seen, so
+// that an entry is compared with its _file as a number of a few bytes: the
+// paths are long, and were most of each entry sorted. Both sides number
+// through the same fileNumbers, so equal paths get equal numbers. Safe for
+// concurrent use.
+type fileNumbers struct {
+	mu     sync.Mutex
+	byPath map[string]int64
+	paths  []string
+}
+
+func (f *fileNumbers) number(path string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.byPath[path]
+	if !ok {
+		if f.byPath == nil {
+			f.byPath = map[string]int64{}
+		}
+		n = int64(len(f.paths))
+		f.byPath[path] = n
+		f.paths = append(f.paths, path)
+	}
+	return n
+}
+
+func (f *fileNumbers) path(n int64) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n < 0 || n >= int64(len(f.paths)) {
+		return "", false
+	}
+	return f.paths[n], true
+}
+
+// encode turns the stored values of an entry, _file as its number, into the
+// bytes compared.
 func (v *verifier) encode(dst []byte, entry format.Key) ([]byte, error) {
-	return format.AppendKey(dst, v.types, entry)
+	return format.AppendKey(dst, v.keyTypes, entry)
 }
 
 func (v *verifier) describe(enc []byte) string {
-	k, _, err := format.DecodeKey(enc, v.types)
+	k, _, err := format.DecodeKey(enc, v.keyTypes)
 	if err != nil {
 		return fmt.Sprintf("<undecodable entry %x: %v>", enc, err)
 	}
 	parts := make([]string, len(k))
 	for i, f := range v.stored {
-		val := format.FormatValue(f.Type, k[i])
+		val := format.FormatValue(v.keyTypes[i], k[i])
+		if n, ok := k[i].(int64); ok && i == v.filePos {
+			path, _ := v.files.path(n)
+			val = format.FormatValue(f.Type, path)
+		}
 		if i == v.posPos {
 			if p, ok := k[i].(int64); ok && p < 0 {
 				val = "<one of identical rows>"
@@ -296,11 +343,12 @@ func (v *verifier) merge(expected, actual iter.Seq[sortedRec]) error {
 // aside gives the encoding of an entry with its placeholder position when
 // the entry locates one of identical rows (ok), else nothing.
 func (v *verifier) aside(enc []byte) (swapped []byte, ok bool, err error) {
-	k, _, err := format.DecodeKey(enc, v.types)
+	k, _, err := format.DecodeKey(enc, v.keyTypes)
 	if err != nil {
 		return nil, false, err
 	}
-	path, _ := k[v.filePos].(string)
+	n, _ := k[v.filePos].(int64)
+	path, _ := v.files.path(n)
 	pos, isPos := k[v.posPos].(int64)
 	p, amb := v.ambiguous[path][pos]
 	if !isPos || !amb {
