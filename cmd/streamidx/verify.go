@@ -39,6 +39,8 @@ func runVerify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if err != nil {
 		return exitError, fmt.Errorf("index %s: %w", f.index, err)
 	}
+	// Two sorts of half the build's budget each: the build's budget in all.
+	limitMemory(int64(t.cfg.Build.MemoryBudget))
 	rep, err := verify.Verify(ctx, t.tbl, t.md, snap, verify.Options{
 		Store: t.store, MemoryBudget: int64(t.cfg.Build.MemoryBudget) / 2, SpillDir: t.cfg.Build.SpillDir, Logger: t.log,
 	})
