@@ -8,8 +8,8 @@
 // sorting both within a memory budget.
 //
 // Concurrency: a verification reads the table (expected side) and the
-// index's range files (actual side) on two goroutines at once; they meet
-// only in the final merge.
+// index's range files (actual side) on two goroutines at once; until the
+// final merge they share only the numbering of data file paths.
 package verify
 
 import (
@@ -143,8 +143,8 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 	defer expected.Close()
 	actual := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer actual.Close()
-	// The two sides share nothing until compare (the expected side writes
-	// ambiguous and AmbiguousRows, the actual side RangeFiles and
+	// The two sides share only files until compare (the expected side
+	// writes ambiguous and AmbiguousRows, the actual side RangeFiles and
 	// FileProblems), so they run at once: the table scan and the range
 	// files each keep a core busy. The first error stops both.
 	var first error
@@ -218,10 +218,10 @@ func (v *verifier) layout() {
 }
 
 // fileNumbers numbers data file paths in the order they are first seen, so
-// that an entry is compared with its _file as a number of a few bytes: the
-// paths are long, and were most of each entry sorted. Both sides number
-// through the same fileNumbers, so equal paths get equal numbers. Safe for
-// concurrent use.
+// that entries are compared with _file as a number of a few bytes: the
+// paths are long, and made most of the bytes sorted. Both sides number
+// through the same fileNumbers, so equal paths get equal numbers and
+// different paths different ones. Safe for concurrent use.
 type fileNumbers struct {
 	mu     sync.Mutex
 	byPath map[string]int64
