@@ -18,9 +18,14 @@ import (
 
 const fieldIDKey = "PARQUET:field_id"
 
+// scanBatchRows caps the rows of a batch of live rows: unbounded, a batch
+// is a whole row group, and with the entries made of it held hundreds of
+// megabytes beside the two sorts.
+const scanBatchRows = 64 << 10
+
 // expected adds the encoding of every entry the index must hold.
 func (v *verifier) expected(out *extsort.Sorter) error {
-	scan := v.tbl.Scan(table.WithSnapshotID(v.source.SnapshotID))
+	scan := v.tbl.Scan(table.WithSnapshotID(v.source.SnapshotID), table.WithArrowBatchSize(scanBatchRows))
 	defer scan.Close()
 	tasks, err := scan.PlanFiles(v.ctx)
 	if err != nil {
