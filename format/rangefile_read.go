@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -18,6 +19,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
 )
@@ -39,6 +41,12 @@ type RangeFileReadOptions struct {
 	// of its row group, at the price of more, smaller reads for one that
 	// reads chunks whole. Default false.
 	Streamed bool
+	// DictionaryFields are stored string or binary fields (by field ID)
+	// that Read hands on as Arrow dictionaries of their type, the way
+	// Parquet stores a column of few distinct values (_file): a reader that
+	// looks at each value once is spared a copy of every repeat of a long
+	// string. Default: none.
+	DictionaryFields []int
 }
 
 // RangeFileReader reads a range file written by any engine: columns are
@@ -101,7 +109,11 @@ func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts R
 		if err != nil {
 			return err
 		}
-		rr.fr, err = pqarrow.NewFileReader(rr.pf, pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}, opts.Allocator)
+		aprops := pqarrow.ArrowReadProperties{BatchSize: int64(opts.BatchRows)}
+		for _, leaf := range dictionaryLeaves(rr.pf.MetaData().Schema, opts.DictionaryFields) {
+			aprops.SetReadDict(leaf, true)
+		}
+		rr.fr, err = pqarrow.NewFileReader(rr.pf, aprops, opts.Allocator)
 		return err
 	})
 	if err != nil {
@@ -115,6 +127,21 @@ func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts R
 		return nil, &CorruptFileError{Path: name, Err: err}
 	}
 	return rr, nil
+}
+
+// dictionaryLeaves gives the leaf columns of the top-level byte-array
+// columns whose field IDs are in ids: those the Parquet reader can hand on
+// as dictionaries.
+func dictionaryLeaves(sc *schema.Schema, ids []int) []int {
+	var leaves []int
+	for i := range sc.NumColumns() {
+		col := sc.Column(i)
+		node := col.SchemaNode()
+		if col.PhysicalType() == parquet.Types.ByteArray && node.Parent() == sc.Root() && slices.Contains(ids, int(node.FieldID())) {
+			leaves = append(leaves, i)
+		}
+	}
+	return leaves
 }
 
 // Footer is the file's parsed footer, which may be kept and given to later
@@ -148,11 +175,17 @@ func (r *RangeFileReader) matchColumns(s *IndexSchema, stored *arrow.Schema) err
 			return fmt.Errorf("no column has field ID %d (%s %s)", id, f.Name, f.Type)
 		}
 		sf := manifest.Fields[j]
-		if !sf.IsLeaf() || !readableAs(sf.Field.Type, want.Type) {
+		got, plain := sf.Field.Type, want.Type
+		if dict, ok := got.(*arrow.DictionaryType); ok && arrow.TypeEqual(dict.ValueType, plain) {
+			// Asked for as a dictionary (DictionaryFields): handed on as one.
+			got = dict.ValueType
+			want.Type = &arrow.DictionaryType{IndexType: dict.IndexType, ValueType: plain}
+		}
+		if !sf.IsLeaf() || !readableAs(got, plain) {
 			return fmt.Errorf("column %q (field ID %d) is %s, want %s", root.Field(j).Name(), id, sf.Field.Type, f.Type)
 		}
 		r.byID[id] = len(r.stored)
-		r.stored = append(r.stored, storedColumn{field: f, want: want, leaf: sf.ColIndex, fileType: sf.Field.Type})
+		r.stored = append(r.stored, storedColumn{field: f, want: want, leaf: sf.ColIndex, fileType: got})
 	}
 	return nil
 }
@@ -314,8 +347,9 @@ func decimalFromBigEndian(b []byte) (decimal128.Num, bool) {
 
 // Read calls fn with the entries of the given row groups (nil: all) in file
 // order, in batches whose columns are the given stored fields (nil: all, in
-// StoredSchema order), named and typed as ArrowSchema(StoredSchema) has them,
-// field ID metadata included. A batch is released when fn returns; fn
+// StoredSchema order), named and typed as ArrowSchema(StoredSchema) has them
+// (DictionaryFields as dictionaries of that type), field ID metadata
+// included. A batch is released when fn returns; fn
 // retains it to keep it. An error from fn stops the read and is returned.
 func (r *RangeFileReader) Read(ctx context.Context, fieldIDs []int, rowGroups []int, fn func(arrow.RecordBatch) error) error {
 	cols, err := r.projection(fieldIDs)

@@ -64,7 +64,7 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 
 // limitMemory makes the Go runtime collect garbage before the heap grows
 // far past the build's budget (sort buffer plus Parquet row groups and Arrow
-// batches in flight), unless the user set GOMEMLIMIT.
+// batches in flight; verify's two sorts), unless the user set GOMEMLIMIT.
 func limitMemory(budget int64) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(budget + 256<<20)

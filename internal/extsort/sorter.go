@@ -73,6 +73,9 @@ func (s *Sorter) Add(key, value []byte) error {
 		// A new chunk, never a grown copy: records point into the old one.
 		s.arena = make([]byte, 0, max(arenaChunk, n))
 	}
+	if len(s.recs) == cap(s.recs) {
+		s.growRecs()
+	}
 	start := len(s.arena)
 	s.arena = append(s.arena, key...)
 	s.arena = append(s.arena, value...)
@@ -80,6 +83,23 @@ func (s *Sorter) Add(key, value []byte) error {
 	s.count++
 	s.memBytes += int64(n + recOverhead)
 	return nil
+}
+
+// growRecs makes room for more records. Past a small sort it doubles the
+// slice, though never past the records the budget holds at the average
+// size so far: append grows a large slice a quarter at a time, copying every
+// record into fresh memory again and again, and each fresh page costs a
+// page fault, which made growing the slice cost more than sorting it.
+func (s *Sorter) growRecs() {
+	const small = 1 << 16 // below this, append's own growth is cheap
+	n := len(s.recs)
+	if n < small {
+		return
+	}
+	fit := int(s.budget / max(s.memBytes/int64(n), 1))
+	if grown := min(2*n, fit); grown > n+n/4 {
+		s.recs = slices.Grow(s.recs, grown-n)
+	}
 }
 
 // Len is the number of records added.

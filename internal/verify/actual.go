@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -58,7 +59,13 @@ func (v *verifier) actual(snap *format.Snapshot, out *extsort.Sorter) error {
 
 // rangeFile reads one range file, checks it and adds its entries.
 func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax format.Key, out *extsort.Sorter) error {
-	r, err := v.opts.Store.OpenRange(v.ctx, &te, v.is, format.RangeFileReadOptions{})
+	// _file repeats a few long paths: read as a dictionary, no batch copies
+	// every repeat.
+	var dict []int
+	if v.filePos >= 0 {
+		dict = []int{v.stored[v.filePos].ID}
+	}
+	r, err := v.opts.Store.OpenRange(v.ctx, &te, v.is, format.RangeFileReadOptions{DictionaryFields: dict})
 	if brokenFile(err) {
 		v.problem("range file %d: %v", i, err)
 		return nil
@@ -73,17 +80,22 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 	clusterCols := v.clusterColumns()
 	b := newBoundsCheck(v, te)
 	var rows int64
-	var first, last format.Key
+	var first format.Key
+	key, last := make(format.Key, len(clusterCols)), make(format.Key, len(clusterCols))
 	orderOK := true
 	entry := make(format.Key, len(v.stored))
 	all := make(format.Key, len(fields))
 	var enc []byte
+	var files fileColumn
 	err = r.Read(v.ctx, nil, nil, func(rec arrow.RecordBatch) error {
 		cols, release, err := v.allColumns(rec)
 		if err != nil {
 			return err
 		}
 		defer release()
+		if v.filePos >= 0 {
+			files.reset(&v.files, rec.Column(v.filePos))
+		}
 		for row := 0; row < int(rec.NumRows()); row++ {
 			si := 0
 			for c, f := range fields {
@@ -93,20 +105,21 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 					si++
 				}
 			}
-			key := make(format.Key, len(clusterCols))
+			if v.filePos >= 0 {
+				entry[v.filePos] = files.number(row, entry[v.filePos])
+			}
 			for k, c := range clusterCols {
 				key[k] = all[c]
 			}
 			if first == nil {
-				first = key
+				first = slices.Clone(key)
 			}
-			if last != nil && orderOK && format.CompareKeys(types, last, key) > 0 {
+			if rows > 0 && orderOK && format.CompareKeys(types, last, key) > 0 {
 				v.problem("range file %s is not in cluster order at row %d", te.FilePath, rows)
 				orderOK = false
 			}
-			last = key
+			key, last = last, key
 			b.observe(all)
-			v.placeholder(entry)
 			if enc, err = v.encode(enc[:0], entry); err != nil {
 				return err
 			}
@@ -138,6 +151,40 @@ func (v *verifier) rangeFile(i int, te format.TrackingEntry, prevMax, groupMax f
 		v.problem("range file %s: group_max_value %s is not its last key %s", te.FilePath, keyString(v.is, groupMax), keyString(v.is, last))
 	}
 	return nil
+}
+
+// fileColumn numbers the _file values of a batch (see fileNumbers): once
+// per dictionary value when the column is a dictionary, else per row.
+type fileColumn struct {
+	files   *fileNumbers
+	dict    *array.Dictionary
+	numbers []int64 // of the dictionary's values
+}
+
+func (c *fileColumn) reset(files *fileNumbers, col arrow.Array) {
+	c.files, c.numbers = files, c.numbers[:0]
+	c.dict, _ = col.(*array.Dictionary)
+	if c.dict == nil {
+		return
+	}
+	values := c.dict.Dictionary()
+	for i := range values.Len() {
+		path, _ := format.ValueAt(values, i).(string)
+		c.numbers = append(c.numbers, files.number(path))
+	}
+}
+
+// number gives the number of the row's _file, whose value is v (nil when
+// null, which stays null).
+func (c *fileColumn) number(row int, v any) any {
+	path, ok := v.(string)
+	switch {
+	case !ok:
+		return v
+	case c.dict != nil:
+		return c.numbers[c.dict.GetValueIndex(row)]
+	}
+	return c.files.number(path)
 }
 
 // clusterColumns gives the positions of the cluster fields among all index
@@ -192,22 +239,6 @@ func (v *verifier) allColumns(rec arrow.RecordBatch) ([]arrow.Array, func(), err
 func nullArray(f format.IndexField, n int) arrow.Array {
 	dt, _ := format.ArrowType(f.Type)
 	return array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
-}
-
-// placeholder swaps the position of an entry for the placeholder of its
-// group of identical rows, as the expected side did.
-func (v *verifier) placeholder(entry format.Key) {
-	if v.posPos < 0 || v.filePos < 0 {
-		return
-	}
-	path, _ := entry[v.filePos].(string)
-	pos, ok := entry[v.posPos].(int64)
-	if !ok {
-		return
-	}
-	if p, amb := v.ambiguous[path][pos]; amb {
-		entry[v.posPos] = p
-	}
 }
 
 func keyString(is *format.IndexSchema, k format.Key) string {

@@ -6,6 +6,10 @@
 // plain read of each data file; it shares no code with the scanner the
 // builder uses. Expected and actual entries are compared as multisets by
 // sorting both within a memory budget.
+//
+// Concurrency: a verification reads the table (expected side) and the
+// index's range files (actual side) on two goroutines at once; until the
+// final merge they share only the numbering of data file paths.
 package verify
 
 import (
@@ -16,6 +20,7 @@ import (
 	"iter"
 	"log/slog"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -128,19 +133,33 @@ func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *fo
 		return nil, fmt.Errorf("resolve index against the source schema: %w", err)
 	}
 	r := &Report{IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: source.SnapshotID}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	v := &verifier{ctx: ctx, opts: opts, tbl: tbl, md: md, source: source, schema: schema, is: is, report: r,
-		ambiguous: map[string]map[int64]int64{}}
+		hasher: newRowHasher(), ambiguous: map[string]map[int64]int64{}}
 	v.layout()
 
 	expected := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer expected.Close()
-	if err := v.expected(expected); err != nil {
-		return nil, err
-	}
 	actual := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget, opts.Logger)
 	defer actual.Close()
-	if err := v.actual(snap, actual); err != nil {
-		return nil, err
+	// The two sides share only files until compare (the expected side
+	// writes ambiguous and AmbiguousRows, the actual side RangeFiles and
+	// FileProblems), so they run at once: the table scan and the range
+	// files each keep a core busy. The first error stops both.
+	var first error
+	var once sync.Once
+	fail := func(err error) {
+		if err != nil {
+			once.Do(func() { first = err; cancel() })
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { fail(v.actual(snap, actual)) })
+	fail(v.expected(expected))
+	wg.Wait()
+	if first != nil {
+		return nil, first
 	}
 	r.ExpectedEntries, r.IndexEntries = expected.Len(), actual.Len()
 	if err := v.compare(expected, actual); err != nil {
@@ -159,14 +178,19 @@ type verifier struct {
 	schema *iceberg.Schema
 	is     *format.IndexSchema
 	report *Report
+	hasher *rowHasher
 
-	stored  []format.IndexField // the fields compared: those stored in range files
-	types   []iceberg.Type
-	filePos int // position of _file among stored, or -1
-	posPos  int // position of _pos among stored, or -1
+	stored []format.IndexField // the fields compared: those stored in range files
+	// keyTypes are the types of the stored fields as compared: those of
+	// stored, but _file is compared by its number in files.
+	keyTypes []iceberg.Type
+	filePos  int // position of _file among stored, or -1
+	posPos   int // position of _pos among stored, or -1
+	files    fileNumbers
 
 	// ambiguous maps data file -> position -> placeholder for rows whose
-	// position cannot be told from a deleted identical row's.
+	// position cannot be told from a deleted identical row's (see locator).
+	// The expected side fills it; compare reads it once both sides are done.
 	ambiguous map[string]map[int64]int64
 }
 
@@ -184,24 +208,68 @@ func (v *verifier) layout() {
 				v.posPos = len(v.stored)
 			}
 		}
+		t := f.Type
+		if len(v.stored) == v.filePos {
+			t = iceberg.PrimitiveTypes.Int64
+		}
 		v.stored = append(v.stored, f)
-		v.types = append(v.types, f.Type)
+		v.keyTypes = append(v.keyTypes, t)
 	}
 }
 
-// encode turns the stored values of an entry into the bytes compared.
+// fileNumbers numbers data file paths in the order they are first seen, so
+// that entries are compared with _file as a number of a few bytes: the
+// paths are long, and made most of the bytes sorted. Both sides number
+// through the same fileNumbers, so equal paths get equal numbers and
+// different paths different ones. Safe for concurrent use.
+type fileNumbers struct {
+	mu     sync.Mutex
+	byPath map[string]int64
+	paths  []string
+}
+
+func (f *fileNumbers) number(path string) int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, ok := f.byPath[path]
+	if !ok {
+		if f.byPath == nil {
+			f.byPath = map[string]int64{}
+		}
+		n = int64(len(f.paths))
+		f.byPath[path] = n
+		f.paths = append(f.paths, path)
+	}
+	return n
+}
+
+func (f *fileNumbers) path(n int64) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if n < 0 || n >= int64(len(f.paths)) {
+		return "", false
+	}
+	return f.paths[n], true
+}
+
+// encode turns the stored values of an entry, _file as its number, into the
+// bytes compared.
 func (v *verifier) encode(dst []byte, entry format.Key) ([]byte, error) {
-	return format.AppendKey(dst, v.types, entry)
+	return format.AppendKey(dst, v.keyTypes, entry)
 }
 
 func (v *verifier) describe(enc []byte) string {
-	k, _, err := format.DecodeKey(enc, v.types)
+	k, _, err := format.DecodeKey(enc, v.keyTypes)
 	if err != nil {
 		return fmt.Sprintf("<undecodable entry %x: %v>", enc, err)
 	}
 	parts := make([]string, len(k))
 	for i, f := range v.stored {
-		val := format.FormatValue(f.Type, k[i])
+		val := format.FormatValue(v.keyTypes[i], k[i])
+		if n, ok := k[i].(int64); ok && i == v.filePos {
+			path, _ := v.files.path(n)
+			val = format.FormatValue(f.Type, path)
+		}
 		if i == v.posPos {
 			if p, ok := k[i].(int64); ok && p < 0 {
 				val = "<one of identical rows>"
@@ -212,11 +280,29 @@ func (v *verifier) describe(enc []byte) string {
 	return strings.Join(parts, " ")
 }
 
-// compare merges the two sorted multisets.
+// compare merges the two sorted multisets. Entries of rows with
+// ambiguous positions (see locator) are set aside from both, their
+// position swapped for their placeholder, and compared as multisets of
+// their own.
 func (v *verifier) compare(expected, actual *extsort.Sorter) error {
-	nextE, stopE := iter.Pull(sorted(expected))
+	if len(v.ambiguous) == 0 || v.filePos < 0 {
+		return v.merge(v.sorted(expected, nil), v.sorted(actual, nil))
+	}
+	asideE := extsort.NewSorter(v.opts.SpillDir, v.opts.MemoryBudget, v.opts.Logger)
+	defer asideE.Close()
+	asideA := extsort.NewSorter(v.opts.SpillDir, v.opts.MemoryBudget, v.opts.Logger)
+	defer asideA.Close()
+	if err := v.merge(v.sorted(expected, asideE), v.sorted(actual, asideA)); err != nil {
+		return err
+	}
+	return v.merge(v.sorted(asideE, nil), v.sorted(asideA, nil))
+}
+
+// merge counts the differences of two sorted streams of entries.
+func (v *verifier) merge(expected, actual iter.Seq[sortedRec]) error {
+	nextE, stopE := iter.Pull(expected)
 	defer stopE()
-	nextA, stopA := iter.Pull(sorted(actual))
+	nextA, stopA := iter.Pull(actual)
 	defer stopA()
 	e, okE := nextE()
 	a, okA := nextA()
@@ -254,6 +340,25 @@ func (v *verifier) compare(expected, actual *extsort.Sorter) error {
 	return nil
 }
 
+// aside gives the encoding of an entry with its placeholder position when
+// the entry locates one of identical rows (ok), else nothing.
+func (v *verifier) aside(enc []byte) (swapped []byte, ok bool, err error) {
+	k, _, err := format.DecodeKey(enc, v.keyTypes)
+	if err != nil {
+		return nil, false, err
+	}
+	n, _ := k[v.filePos].(int64)
+	path, _ := v.files.path(n)
+	pos, isPos := k[v.posPos].(int64)
+	p, amb := v.ambiguous[path][pos]
+	if !isPos || !amb {
+		return nil, false, nil
+	}
+	k[v.posPos] = p
+	swapped, err = v.encode(nil, k)
+	return swapped, err == nil, err
+}
+
 type sortedRec struct {
 	key []byte
 	err error
@@ -269,12 +374,23 @@ func firstErr(e, a sortedRec, okE, okA bool) error {
 	return nil
 }
 
-// sorted yields the keys of a sorter in order, each a copy.
-func sorted(s *extsort.Sorter) iter.Seq[sortedRec] {
+// sorted yields the keys of a sorter in order; each is valid until the
+// next is pulled. With aside, the entries of rows with ambiguous positions
+// go there instead.
+func (v *verifier) sorted(s, aside *extsort.Sorter) iter.Seq[sortedRec] {
 	return func(yield func(sortedRec) bool) {
 		errStop := errors.New("stop")
 		err := s.Iterate(func(k, _ []byte) error {
-			if !yield(sortedRec{key: append([]byte(nil), k...)}) {
+			if aside != nil {
+				swapped, ok, err := v.aside(k)
+				if err != nil {
+					return err
+				}
+				if ok {
+					return aside.Add(swapped, nil)
+				}
+			}
+			if !yield(sortedRec{key: k}) {
 				return errStop
 			}
 			return nil

@@ -1,0 +1,214 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go/table"
+)
+
+// locator finds the position in its data file of every live row iceberg-go
+// returns for one file scan task, batch by batch as they come.
+//
+// A task without delete files of any kind loses no rows: its live rows are
+// the file's rows in order, and their count must be the file's. Otherwise
+// the live rows are the file's rows minus the deleted ones, still in file
+// order, so each live row is matched with the first row of the same content
+// (by contentHash) at or after the previous match in a plain read of the
+// data file; the rows passed over are the deleted ones. When a deleted row
+// has the content of a live row, no content tells which of the identical
+// rows were deleted: all rows of that content get one placeholder position
+// that stands for "any of these positions" (see verifier.ambiguous), and
+// the index may point at any of them.
+type locator struct {
+	v    *verifier
+	task table.FileScanTask
+	// sequential is true when the task has no delete files.
+	sequential bool
+	seen       int64 // live rows located so far
+
+	raw      []contentHash // of every row of the data file; nil until the first batch
+	liveCols []int         // live columns that the data file stores (by field ID)
+	next     int           // raw position the next live row is looked for from
+	skipped  []int         // raw positions passed over: deleted rows, ascending
+	scratch  []contentHash
+}
+
+func (v *verifier) newLocator(task table.FileScanTask) *locator {
+	return &locator{v: v, task: task,
+		sequential: len(task.DeleteFiles) == 0 && len(task.EqualityDeleteFiles) == 0 && len(task.DeletionVectorFiles) == 0}
+}
+
+// positions appends the position of each row of rec, the next batch of the
+// task's live rows, to dst.
+func (l *locator) positions(rec arrow.RecordBatch, dst []int64) ([]int64, error) {
+	n := int(rec.NumRows())
+	if l.sequential {
+		for i := range int64(n) {
+			dst = append(dst, l.seen+i)
+		}
+		l.seen += int64(n)
+		return dst, nil
+	}
+	if l.raw == nil {
+		var err error
+		if l.raw, l.liveCols, err = l.v.rawHashes(l.task.File.FilePath(), rec.Schema()); err != nil {
+			return nil, err
+		}
+	}
+	l.scratch = slices.Grow(l.scratch[:0], n)[:n]
+	l.v.hasher.hashRows(pick(rec.Columns(), l.liveCols), l.scratch)
+	for i, h := range l.scratch {
+		j := l.next
+		for j < len(l.raw) && l.raw[j] != h {
+			j++
+		}
+		if j == len(l.raw) {
+			return nil, fmt.Errorf("iceberg-go returned a row (#%d) that the data file does not hold after position %d", l.seen+int64(i), l.next)
+		}
+		for k := l.next; k < j; k++ {
+			l.skipped = append(l.skipped, k)
+		}
+		dst = append(dst, int64(j))
+		l.next = j + 1
+	}
+	l.seen += int64(n)
+	return dst, nil
+}
+
+// finish checks the count of a task without deletes, and gives the rows of
+// contents that a deleted row shares with a live one their placeholder.
+func (l *locator) finish() error {
+	if l.sequential {
+		if l.seen != l.task.File.Count() {
+			return fmt.Errorf("iceberg-go returned %d rows of a data file without deletes that holds %d", l.seen, l.task.File.Count())
+		}
+		return nil
+	}
+	for k := l.next; k < len(l.raw); k++ {
+		l.skipped = append(l.skipped, k)
+	}
+	if len(l.skipped) == 0 {
+		return nil
+	}
+	deleted := make(map[contentHash]bool, len(l.skipped))
+	for _, k := range l.skipped {
+		deleted[l.raw[k]] = true
+	}
+	// A content is ambiguous when a live row (one not skipped) shares it.
+	placeholder := map[contentHash]int64{}
+	next := int64(-1)
+	var rows int64
+	s := 0
+	for j, h := range l.raw {
+		if s < len(l.skipped) && l.skipped[s] == j {
+			s++
+			continue
+		}
+		if !deleted[h] {
+			continue
+		}
+		if _, ok := placeholder[h]; !ok {
+			placeholder[h], next = next, next-1
+		}
+		rows++
+	}
+	if len(placeholder) == 0 {
+		return nil
+	}
+	amb := map[int64]int64{}
+	for j, h := range l.raw {
+		if p, ok := placeholder[h]; ok {
+			amb[int64(j)] = p
+		}
+	}
+	l.v.report.AmbiguousRows += rows
+	l.v.ambiguous[l.task.File.FilePath()] = amb
+	return nil
+}
+
+// rawHashes reads every row of a data file, as stored, and fingerprints the
+// columns that the live rows also have (matched by field ID), converted to
+// the live rows' types.
+func (v *verifier) rawHashes(path string, liveSchema *arrow.Schema) (hashes []contentHash, liveCols []int, err error) {
+	f, err := v.opts.Store.Open(v.ctx, path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open parquet: %w", err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 8192}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read parquet schema: %w", err)
+	}
+	rawSchema, err := fr.Schema()
+	if err != nil {
+		return nil, nil, err
+	}
+	// live column index -> raw column index
+	liveIDs := v.fieldIDs(liveSchema)
+	var rawCols []int
+	for li, id := range liveIDs {
+		for ri, rf := range rawSchema.Fields() {
+			if rid, ok := metaID(rf); ok && rid == id && id >= 0 {
+				rawCols = append(rawCols, ri)
+				liveCols = append(liveCols, li)
+			}
+		}
+	}
+	// The reader takes Parquet leaf columns, not top-level fields: a struct,
+	// list or map field spans several leaves. Asking for every leaf of the
+	// chosen fields yields exactly those fields, in the order given.
+	var leaves []int
+	for _, ri := range rawCols {
+		leaves = appendLeaves(leaves, &fr.Manifest.Fields[ri])
+	}
+	rr, err := fr.GetRecordReader(v.ctx, leaves, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rr.Release()
+	hashes = make([]contentHash, 0, pf.NumRows())
+	cols := make([]arrow.Array, 0, len(liveCols))
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		cols = cols[:0]
+		release := func() {
+			for _, c := range cols {
+				c.Release()
+			}
+		}
+		for i := range liveCols {
+			c, err := castLike(rec.Column(i), liveSchema.Field(liveCols[i]).Type)
+			if err != nil {
+				release()
+				return nil, nil, fmt.Errorf("column %s: %w", liveSchema.Field(liveCols[i]).Name, err)
+			}
+			cols = append(cols, c)
+		}
+		start := len(hashes)
+		hashes = slices.Grow(hashes, int(rec.NumRows()))[:start+int(rec.NumRows())]
+		v.hasher.hashRows(cols, hashes[start:])
+		release()
+	}
+	if err := rr.Err(); err != nil {
+		return nil, nil, err
+	}
+	return hashes, liveCols, nil
+}
+
+func pick(cols []arrow.Array, idx []int) []arrow.Array {
+	out := make([]arrow.Array, len(idx))
+	for i, c := range idx {
+		out[i] = cols[c]
+	}
+	return out
+}
