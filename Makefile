@@ -65,7 +65,7 @@ fuzz:
 # BENCH_STREAM each (the full set, 2 minutes each: BENCH_ONLY= BENCH_STREAM=2m).
 BENCH_SCALE  ?= small
 BENCH_STREAM ?= 30s
-BENCH_ONLY   ?= build,incremental,lookup,service,scan,events,verify,freshness.tail-10000.every,freshness.uniform-10000.latest
+BENCH_ONLY   ?= build,incremental,lookup,service,daemon,scan,events,verify,freshness.tail-10000.every,freshness.uniform-10000.latest
 bench: build
 	./bin/streamidx bench --scale $(BENCH_SCALE) --only '$(BENCH_ONLY)' --duration $(BENCH_STREAM) --drain 30s \
 		--dir streamidx-bench --json bench.json; code=$$?; [ $$code -le 1 ] # exit 1: a goal is not met

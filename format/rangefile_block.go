@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // A Block is a run of rows of one row group with every stored column
@@ -39,33 +38,12 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 	if first < 0 || n <= 0 || first+n > total {
 		return nil, fmt.Errorf("read range file %s: rows [%d, %d) are not in row group %d of %d rows", r.name, first, first+n, rowGroup, total)
 	}
-	leaves := make([]int, len(r.stored))
-	props := pqarrow.ArrowReadProperties{BatchSize: n}
-	for i, c := range r.stored {
-		leaves[i] = c.leaf
-		switch c.fileType.ID() {
-		case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
-			props.SetReadDict(c.leaf, true)
-		}
-	}
 	// The bytes the block holds are what its allocations leave behind once
 	// the reader is released: buffers reserved and not used count too.
 	mem := &countingAllocator{Allocator: memory.DefaultAllocator}
-	var rdr pqarrow.RecordReader
-	if err := r.guard(func() error {
-		fr, err := pqarrow.NewFileReader(r.pf, props, mem)
-		if err != nil {
-			return err
-		}
-		if rdr, err = fr.GetRecordReader(ctx, leaves, []int{rowGroup}); err != nil {
-			return err
-		}
-		return rdr.SeekToRow(first)
-	}); err != nil {
-		if rdr != nil {
-			rdr.Release()
-		}
-		return nil, r.failure("read", err)
+	rdr, err := r.seekReader(ctx, r.stored, rowGroup, first, n, mem)
+	if err != nil {
+		return nil, err
 	}
 	var parts []arrow.RecordBatch
 	defer func() {

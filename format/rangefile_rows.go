@@ -7,6 +7,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
@@ -41,38 +42,15 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 		wanted[row-first] = true
 	}
 	fields := make([]arrow.Field, len(cols))
-	leaves := make([]int, len(cols))
 	for i, c := range cols {
 		fields[i] = c.want
-		leaves[i] = c.leaf
 	}
 	out := arrow.NewSchema(fields, nil)
-	mem := compute.GetAllocator(ctx)
-
 	// The record reader takes its batch size when it is made: no more than
 	// the rows from the first wanted to the last.
-	props := pqarrow.ArrowReadProperties{BatchSize: min(int64(len(wanted)), r.fr.Props.BatchSize)}
-	for _, c := range cols {
-		switch c.fileType.ID() {
-		case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
-			props.SetReadDict(c.leaf, true)
-		}
-	}
-	var rdr pqarrow.RecordReader
-	if err := r.guard(func() error {
-		fr, err := pqarrow.NewFileReader(r.pf, props, mem)
-		if err != nil {
-			return err
-		}
-		if rdr, err = fr.GetRecordReader(ctx, leaves, []int{rowGroup}); err != nil {
-			return err
-		}
-		return rdr.SeekToRow(first)
-	}); err != nil {
-		if rdr != nil {
-			rdr.Release()
-		}
-		return r.failure("read", err)
+	rdr, err := r.seekReader(ctx, cols, rowGroup, first, min(int64(len(wanted)), r.fr.Props.BatchSize), compute.GetAllocator(ctx))
+	if err != nil {
+		return err
 	}
 	defer rdr.Release()
 	for len(wanted) > 0 {
@@ -100,6 +78,38 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 		}
 	}
 	return nil
+}
+
+// seekReader returns a record reader of cols in row group rowGroup, at
+// row first, in batches of batch rows, that decodes string and binary
+// columns as the dictionary indices the file stores.
+func (r *RangeFileReader) seekReader(ctx context.Context, cols []storedColumn, rowGroup int, first, batch int64, mem memory.Allocator) (pqarrow.RecordReader, error) {
+	leaves := make([]int, len(cols))
+	props := pqarrow.ArrowReadProperties{BatchSize: batch}
+	for i, c := range cols {
+		leaves[i] = c.leaf
+		switch c.fileType.ID() {
+		case arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY:
+			props.SetReadDict(c.leaf, true)
+		}
+	}
+	var rdr pqarrow.RecordReader
+	if err := r.guard(func() error {
+		fr, err := pqarrow.NewFileReader(r.pf, props, mem)
+		if err != nil {
+			return err
+		}
+		if rdr, err = fr.GetRecordReader(ctx, leaves, []int{rowGroup}); err != nil {
+			return err
+		}
+		return rdr.SeekToRow(first)
+	}); err != nil {
+		if rdr != nil {
+			rdr.Release()
+		}
+		return nil, r.failure("read", err)
+	}
+	return rdr, nil
 }
 
 // chosenRows converts the rows of rec that wanted marks (rec may have more

@@ -30,6 +30,7 @@ var benchGroups = []struct {
 	{"incremental", benchIncremental},
 	{"lookup", benchLookup},
 	{"service", benchService},
+	{"daemon", benchDaemon},
 	{"scan", benchScan},
 	{"events", benchEvents},
 	{"verify", benchVerify},

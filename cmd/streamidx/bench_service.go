@@ -52,20 +52,11 @@ func benchService(ctx context.Context, b *bench) error {
 		return err
 	}
 	defer e.Close()
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	daemon, err := b.startChild(ctx, dir, "run", "--serve", "--http", addr, "--table", benchTable, "--index", "pk",
-		"--policy", "latest", "--poll-interval", "250ms")
+	daemon, base, err := b.startDaemon(ctx, dir, "--serve")
 	if err != nil {
 		return err
 	}
 	defer daemon.stop()
-	base := "http://" + addr
-	if err := waitReady(ctx, base, daemon, 2*time.Minute); err != nil {
-		return err
-	}
 
 	streamCtx, endStream := context.WithCancel(ctx)
 	streamed := make(chan error, 1)
@@ -163,6 +154,27 @@ func benchService(ctx context.Context, b *bench) error {
 	b.add(figure{Name: "service.scan_throughput", Value: svc.PerSecond, Unit: "lookups/s", Baseline: "iceberg-go filtered scans", BaselineValue: ptr(scans.PerSecond)})
 	b.add(figure{Name: "service.daemon_rss", Value: mib(rss), Unit: "MiB"})
 	return nil
+}
+
+// startDaemon starts `streamidx run` on dir's catalogs as a child process
+// that keeps pk fresh (policy latest, polling every 250 ms), with extra
+// flags, and waits until it is ready; it returns the child and the base URL
+// of its HTTP listener.
+func (b *bench) startDaemon(ctx context.Context, dir string, extra ...string) (*background, string, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, "", err
+	}
+	args := append([]string{"run", "--http", addr, "--table", benchTable, "--index", "pk", "--policy", "latest", "--poll-interval", "250ms"}, extra...)
+	daemon, err := b.startChild(ctx, dir, args...)
+	if err != nil {
+		return nil, "", err
+	}
+	base := "http://" + addr
+	if err := waitReady(ctx, base, daemon, 2*time.Minute); err != nil {
+		return nil, "", errors.Join(err, daemon.stop())
+	}
+	return daemon, base, nil
 }
 
 // freeAddr returns a loopback address with a port free now.
@@ -284,4 +296,40 @@ func waitReady(ctx context.Context, base string, bg *background, timeout time.Du
 		}
 	}
 	return fmt.Errorf("the daemon at %s was not ready within %s", base, timeout)
+}
+
+// benchDaemon measures the memory of `streamidx run` keeping the pk index
+// of the append table fresh, in a child process of its own, while an
+// upsert of 1,000 tail orders commits every second for min(--duration, 1m).
+func benchDaemon(ctx context.Context, b *bench) error {
+	if !b.want("daemon") {
+		return nil
+	}
+	dir, e, _, tbl, err := b.openFreshTable(ctx, appendTable)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	daemon, _, err := b.startDaemon(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer daemon.stop()
+	window := min(b.duration, serviceDuration)
+	b.note("daemon: keeping pk fresh for %s while an upsert of %d orders commits every second", window, serviceUpserts)
+	commits, err := workload.Stream(ctx, tbl, workload.StreamOptions{Rows: b.rows, Upserts: serviceUpserts, Pattern: "tail",
+		Interval: time.Second, Commits: max(int(window/time.Second), 1), Seed: 5})
+	if err != nil {
+		return fmt.Errorf("upsert stream: %w", err)
+	}
+	if ended, err := daemon.exited(); ended {
+		return err
+	}
+	rss := daemon.peakRSS()
+	if err := daemon.stop(); err != nil {
+		return err
+	}
+	b.note("daemon: %d commits; peak RSS %.0f MiB", len(commits), mib(rss))
+	b.add(figure{Name: "daemon.rss", Value: mib(rss), Unit: "MiB", Goal: "< 512", Met: ptr(mib(rss) < 512)})
+	return nil
 }

@@ -84,7 +84,7 @@ func TestBenchFigureGroups(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "figures.json")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--rows", "5000", "--only", "build,incremental,lookup,service,scan,events,verify", "--duration", "4s",
+	code := run([]string{"bench", "--rows", "5000", "--only", "build,incremental,lookup,service,daemon,scan,events,verify", "--duration", "4s",
 		"--dir", filepath.Join(dir, "bench"), "--json", out}, &stdout, &stderr)
 	if code != exitOK && code != exitDifferent {
 		t.Fatalf("bench: exit %d\n%s%s", code, stdout.String(), stderr.String())
@@ -112,7 +112,7 @@ func TestBenchFigureGroups(t *testing.T) {
 		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
 		"verify.time", "verify.peak_rss", "service.p99", "service.throughput", "service.scan_throughput"}
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
-		"incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s"}
+		"incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
 	// Range files rewritten beside those reused, which a tiny index has none of.
 	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s", "service.daemon_rss") {
 		f := byName[name]
