@@ -63,8 +63,9 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 }
 
 // limitMemory makes the Go runtime collect garbage before the heap grows
-// far past the build's budget (sort buffer plus Parquet row groups and Arrow
-// batches in flight; verify's two sorts), unless the user set GOMEMLIMIT.
+// far past a command's budget (a build's sort buffer plus Parquet row groups
+// and Arrow batches in flight; verify's two sorts; a daemon's updates and
+// its lookup cache), unless the user set GOMEMLIMIT.
 func limitMemory(budget int64) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(budget + 256<<20)

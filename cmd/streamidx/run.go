@@ -81,6 +81,13 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if *rewriteDeletes {
 		cfg.Run.RewriteDeletes.Enabled = true
 	}
+	// An update holds what a build does (a rebuild is one); a service adds
+	// its cache.
+	memory := int64(cfg.Build.MemoryBudget)
+	if *serveFlag {
+		memory += int64(cfg.Serve.CacheBytes)
+	}
+	limitMemory(memory)
 	if *once {
 		cfg.Run.HTTP, cfg.Run.Kafka.Brokers = "", nil
 	}

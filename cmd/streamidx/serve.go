@@ -32,6 +32,7 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		return exitError, err
 	}
 	defer e.Close()
+	limitMemory(int64(e.cfg.Serve.CacheBytes))
 	addr := e.cfg.Serve.HTTP
 	if *httpAddr != "" {
 		addr = *httpAddr
