@@ -31,25 +31,10 @@ func TestRangeFileBlocks(t *testing.T) {
 	collect := func(rec arrow.RecordBatch, fieldIDs []int) []rfRow {
 		t.Helper()
 		defer rec.Release()
-		want := rfProjectedSchema(t, s, fieldIDs)
-		if !rec.Schema().Equal(want) {
+		if want := rfProjectedSchema(t, s, fieldIDs); !rec.Schema().Equal(want) {
 			t.Errorf("schema\n%s\nwant\n%s", rec.Schema(), want)
 		}
-		var out []rfRow
-		for i := range int(rec.NumRows()) {
-			row := rfRow{}
-			for c, f := range want.Fields() {
-				id, _ := arrowFieldID(f)
-				fld, _ := s.Field(id)
-				v := ValueAtAs(fld.Type, rec.Column(c), i)
-				if str, ok := v.(string); ok {
-					v = strings.Clone(str)
-				}
-				row[id] = v
-			}
-			out = append(out, row)
-		}
-		return out
+		return rfRowsOf(s, rec)
 	}
 	for _, tc := range []struct {
 		group       int

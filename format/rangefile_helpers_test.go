@@ -294,23 +294,30 @@ func rfReadRows(t testing.TB, r *RangeFileReader, s *IndexSchema, fieldIDs, rowG
 		if !rec.Schema().Equal(want) {
 			return fmt.Errorf("batch schema\n%s\nwant\n%s", rec.Schema(), want)
 		}
-		for i := range int(rec.NumRows()) {
-			row := rfRow{}
-			for c, f := range want.Fields() {
-				id, _ := arrowFieldID(f)
-				fld, _ := s.Field(id)
-				v := ValueAtAs(fld.Type, rec.Column(c), i)
-				if str, ok := v.(string); ok {
-					v = strings.Clone(str) // ValueAt's strings share the batch's buffer
-				}
-				row[id] = v
-			}
-			rows = append(rows, row)
-		}
+		rows = append(rows, rfRowsOf(s, rec)...)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return rows
+}
+
+// rfRowsOf turns a batch of stored fields into rows by field ID.
+func rfRowsOf(s *IndexSchema, rec arrow.RecordBatch) []rfRow {
+	var rows []rfRow
+	for i := range int(rec.NumRows()) {
+		row := rfRow{}
+		for c, f := range rec.Schema().Fields() {
+			id, _ := arrowFieldID(f)
+			fld, _ := s.Field(id)
+			v := ValueAtAs(fld.Type, rec.Column(c), i)
+			if str, ok := v.(string); ok {
+				v = strings.Clone(str) // ValueAt's strings share the batch's buffer
+			}
+			row[id] = v
+		}
+		rows = append(rows, row)
 	}
 	return rows
 }

@@ -32,19 +32,7 @@ func TestRangeFileReadRows(t *testing.T) {
 			if !rec.Schema().Equal(want) || rec.NumRows() > 7 {
 				t.Errorf("batch of %d rows, schema\n%s", rec.NumRows(), rec.Schema())
 			}
-			for i := range int(rec.NumRows()) {
-				row := rfRow{}
-				for c, f := range want.Fields() {
-					id, _ := arrowFieldID(f)
-					fld, _ := s.Field(id)
-					v := ValueAtAs(fld.Type, rec.Column(c), i)
-					if str, ok := v.(string); ok {
-						v = strings.Clone(str)
-					}
-					row[id] = v
-				}
-				out = append(out, row)
-			}
+			out = append(out, rfRowsOf(s, rec)...)
 			return nil
 		})
 		return out, err
