@@ -20,10 +20,9 @@ import (
 // A Block is read-only and safe for concurrent use; it needs no Release,
 // its buffers are the Go allocator's.
 type Block struct {
-	name string // the range file's, for errors
-	rec  arrow.RecordBatch
-	cols []storedColumn
-	byID map[int]int // field ID to position in cols and rec
+	layout
+	rec arrow.RecordBatch
+	col map[int]int // field ID to column of rec
 	// bytesOf counts what the block's buffers hold.
 	bytesOf *countingAllocator
 }
@@ -69,15 +68,10 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 	if err != nil {
 		return nil, r.failure("read", err)
 	}
-	b := &Block{name: r.name, rec: rec, cols: r.stored, byID: map[int]int{}}
+	b := &Block{layout: r.layout, rec: rec, col: map[int]int{}}
 	for i, f := range rec.Schema().Fields() {
 		id, _ := arrowFieldID(f)
-		b.byID[id] = i
-	}
-	for _, c := range r.stored {
-		if _, ok := b.byID[c.field.ID]; !ok {
-			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
-		}
+		b.col[id] = i
 	}
 	// Measured once the reader and the parts are released (deferred): a
 	// Block holds what the allocator still counts then.
@@ -145,23 +139,21 @@ func (b *Block) Bytes() int64 { return b.bytesOf.live.Load() }
 // does. The batch is allocated with compute.GetAllocator(ctx); the caller
 // releases it.
 func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.RecordBatch, error) {
-	cols := b.cols
-	if fieldIDs != nil {
-		cols = make([]storedColumn, len(fieldIDs))
-		for i, id := range fieldIDs {
-			j := -1
-			for k := range b.cols {
-				if b.cols[k].field.ID == id {
-					j = k
-				}
-			}
-			if j < 0 {
-				return nil, fmt.Errorf("read range file %s: field %d is not stored in range files", b.name, id)
-			}
-			cols[i] = b.cols[j]
-		}
+	cols, err := b.projection(fieldIDs)
+	if err != nil {
+		return nil, err
 	}
-	var idx arrow.Array
+	picked := make([]arrow.Array, len(cols))
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		j, ok := b.col[c.field.ID]
+		if !ok {
+			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
+		}
+		picked[i], fields[i] = b.rec.Column(j), b.rec.Schema().Field(j)
+	}
+	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), picked, b.rec.NumRows())
+	defer rec.Release()
 	if rows != nil {
 		for i, r := range rows {
 			if r < 0 || r >= b.NumRows() || (i > 0 && r <= rows[i-1]) {
@@ -170,39 +162,22 @@ func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.R
 		}
 		ib := array.NewInt64Builder(compute.GetAllocator(ctx))
 		ib.AppendValues(rows, nil)
-		idx = ib.NewArray()
+		idx := ib.NewArray()
 		ib.Release()
 		defer idx.Release()
-	}
-	fields := make([]arrow.Field, len(cols))
-	arrs := make([]arrow.Array, len(cols))
-	defer func() {
-		for _, a := range arrs {
-			if a != nil {
-				a.Release()
-			}
-		}
-	}()
-	for i, c := range cols {
-		fields[i] = c.want
-		col := b.rec.Column(b.byID[c.field.ID])
-		if idx != nil {
-			picked, err := compute.TakeArray(ctx, col, idx)
-			if err != nil {
-				return nil, fmt.Errorf("read range file %s: pick rows: %w", b.name, err)
-			}
-			defer picked.Release()
-			col = picked
-		}
-		a, err := convertArray(ctx, col, c.want.Type)
+		recDatum, idxDatum := compute.NewDatum(rec), compute.NewDatum(idx)
+		defer recDatum.Release()
+		defer idxDatum.Release()
+		taken, err := compute.Take(ctx, *compute.DefaultTakeOptions(), recDatum, idxDatum)
 		if err != nil {
-			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("column for field %d: %w", c.field.ID, err)}
+			return nil, fmt.Errorf("read range file %s: pick rows: %w", b.name, err)
 		}
-		arrs[i] = a
+		defer taken.Release()
+		rec = taken.(*compute.RecordDatum).Value
 	}
-	n := b.NumRows()
-	if rows != nil {
-		n = int64(len(rows))
+	out := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		out[i] = c.want
 	}
-	return array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, n), nil
+	return b.convert(ctx, rec, arrow.NewSchema(out, nil), cols)
 }

@@ -55,10 +55,16 @@ type RangeFileReadOptions struct {
 // other Iceberg writers read as well as streamidx's own. It is not safe for
 // concurrent use.
 type RangeFileReader struct {
-	name   string
-	src    *storageReader
-	pf     *file.Reader
-	fr     *pqarrow.FileReader
+	layout
+	src *storageReader
+	pf  *file.Reader
+	fr  *pqarrow.FileReader
+}
+
+// layout is where the stored fields of a range file are, which a reader
+// and the blocks it reads share; it does not change once the file is open.
+type layout struct {
+	name   string         // the file's, for errors
 	stored []storedColumn // in StoredSchema order
 	byID   map[int]int    // field ID to position in stored
 }
@@ -93,7 +99,7 @@ func OpenRangeFile(r parquet.ReaderAtSeeker, name string, s *IndexSchema, opts R
 	if err != nil {
 		return nil, fmt.Errorf("open range file %s: %w", name, err)
 	}
-	rr := &RangeFileReader{name: name, src: &storageReader{r: r, size: size}, byID: map[int]int{}}
+	rr := &RangeFileReader{layout: layout{name: name, byID: map[int]int{}}, src: &storageReader{r: r, size: size}}
 	err = rr.guard(func() error {
 		var err error
 		props := parquet.NewReaderProperties(opts.Allocator)
@@ -401,7 +407,7 @@ func (r *RangeFileReader) Read(ctx context.Context, fieldIDs []int, rowGroups []
 	}
 }
 
-func (r *RangeFileReader) projection(fieldIDs []int) ([]storedColumn, error) {
+func (r *layout) projection(fieldIDs []int) ([]storedColumn, error) {
 	if fieldIDs == nil {
 		return r.stored, nil
 	}
@@ -424,7 +430,7 @@ func (r *RangeFileReader) projection(fieldIDs []int) ([]storedColumn, error) {
 // convert rearranges a batch from the Parquet reader, whose columns come in
 // file order with the file's names and Arrow layouts, into the projected
 // columns of the stored schema.
-func (r *RangeFileReader) convert(ctx context.Context, rec arrow.RecordBatch, out *arrow.Schema, cols []storedColumn) (arrow.RecordBatch, error) {
+func (r *layout) convert(ctx context.Context, rec arrow.RecordBatch, out *arrow.Schema, cols []storedColumn) (arrow.RecordBatch, error) {
 	byID := make(map[int]arrow.Array, rec.NumCols())
 	for i, f := range rec.Schema().Fields() {
 		id, _ := arrowFieldID(f)

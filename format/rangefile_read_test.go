@@ -421,19 +421,7 @@ func TestRangeFileReadsDictionaryFields(t *testing.T) {
 				return fmt.Errorf("field %d (%s) read as %s", id, f.Name, rec.Column(c).DataType())
 			}
 		}
-		for i := range int(rec.NumRows()) {
-			row := rfRow{}
-			for c, f := range rec.Schema().Fields() {
-				id, _ := arrowFieldID(f)
-				fld, _ := s.Field(id)
-				v := ValueAtAs(fld.Type, rec.Column(c), i)
-				if str, ok := v.(string); ok {
-					v = strings.Clone(str)
-				}
-				row[id] = v
-			}
-			got = append(got, row)
-		}
+		got = append(got, rfRowsOf(s, rec)...)
 		return nil
 	})
 	if err != nil {

@@ -18,34 +18,12 @@ func TestBenchFreshnessFigures(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte("build:\n  target-file-size: 16KiB\n  row-group-rows: 512\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "figures.json")
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--config", cfg, "--rows", "3000", "--duration", "2s", "--interval", "500ms", "--drain", "30s",
-		"--verify", "all", "--only", "freshness.tail-1000.latest", "--dir", filepath.Join(dir, "bench"), "--json", out}, &stdout, &stderr)
-	// Exit 1 means a goal was missed, which a loaded machine may cause.
-	if code != exitOK && code != exitDifferent {
-		t.Fatalf("bench: exit %d\n%s%s", code, stdout.String(), stderr.String())
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var figures []map[string]any
-	if err := json.Unmarshal(data, &figures); err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]map[string]any{}
-	for _, f := range figures {
-		for _, key := range []string{"name", "value", "unit", "baseline", "baseline_value", "ratio", "goal", "met"} {
-			if _, ok := f[key]; !ok {
-				t.Fatalf("figure %v has no %q", f, key)
-			}
-		}
-		name := f["name"].(string)
+	byName, stdout := benchFigures(t, dir, "--config", cfg, "--rows", "3000", "--duration", "2s", "--interval", "500ms", "--drain", "30s",
+		"--verify", "all", "--only", "freshness.tail-1000.latest")
+	for name := range byName {
 		if !strings.HasPrefix(name, "freshness.tail-1000.latest.") {
 			t.Errorf("figure %s is outside --only", name)
 		}
-		byName[name] = f
 	}
 	if got := byName["freshness.tail-1000.latest.commits"]; got == nil || got["value"].(float64) != 4 {
 		t.Errorf("commits: %v, want 4 (2s at one commit per 500ms)", got)
@@ -68,8 +46,8 @@ func TestBenchFreshnessFigures(t *testing.T) {
 			t.Errorf("%s: every index snapshot the stream produced must verify: %v", index, exact)
 		}
 	}
-	if !strings.Contains(stdout.String(), "freshness.tail-1000.latest.pk.lag_p99") {
-		t.Errorf("the table lacks the figures:\n%s", stdout.String())
+	if !strings.Contains(stdout, "freshness.tail-1000.latest.pk.lag_p99") {
+		t.Errorf("the table lacks the figures:\n%s", stdout)
 	}
 }
 
@@ -82,30 +60,7 @@ func TestBenchFreshnessFigures(t *testing.T) {
 func TestBenchFigureGroups(t *testing.T) {
 	t.Setenv("STREAMIDX_TEST_AS_COMMAND", "1") // for the child processes
 	dir := t.TempDir()
-	out := filepath.Join(dir, "figures.json")
-	var stdout, stderr bytes.Buffer
-	code := run([]string{"bench", "--rows", "5000", "--only", "build,incremental,lookup,service,daemon,scan,events,verify", "--duration", "4s",
-		"--dir", filepath.Join(dir, "bench"), "--json", out}, &stdout, &stderr)
-	if code != exitOK && code != exitDifferent {
-		t.Fatalf("bench: exit %d\n%s%s", code, stdout.String(), stderr.String())
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var figures []map[string]any
-	if err := json.Unmarshal(data, &figures); err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]map[string]any{}
-	for _, f := range figures {
-		for _, key := range []string{"name", "value", "unit", "baseline", "baseline_value", "ratio", "goal", "met"} {
-			if _, ok := f[key]; !ok {
-				t.Fatalf("figure %v has no %q", f, key)
-			}
-		}
-		byName[f["name"].(string)] = f
-	}
+	byName, stdout := benchFigures(t, dir, "--rows", "5000", "--only", "build,incremental,lookup,service,daemon,scan,events,verify", "--duration", "4s")
 	withBaseline := []string{"build.cdc-50-upserts.rows_per_s", "build.cdc-50-upserts.peak_rss",
 		"incremental.tail-0.1pct.time", "incremental.uniform-0.1pct.time",
 		"lookup.point.in_process", "lookup.point.process", "lookup.in10k.in_process",
@@ -135,8 +90,39 @@ func TestBenchFigureGroups(t *testing.T) {
 		}
 	}
 	for _, name := range withBaseline {
-		if !strings.Contains(stdout.String(), name) {
-			t.Errorf("the table lacks %s:\n%s", name, stdout.String())
+		if !strings.Contains(stdout, name) {
+			t.Errorf("the table lacks %s:\n%s", name, stdout)
 		}
 	}
+}
+
+// benchFigures runs `streamidx bench` with args in dir, accepts a missed goal
+// (exit 1: a loaded machine may cause one), and returns its figures by
+// name, each checked for every field of the JSON, and what it printed.
+func benchFigures(t *testing.T, dir string, args ...string) (map[string]map[string]any, string) {
+	t.Helper()
+	out := filepath.Join(dir, "figures.json")
+	var stdout, stderr bytes.Buffer
+	code := run(append([]string{"bench", "--dir", filepath.Join(dir, "bench"), "--json", out}, args...), &stdout, &stderr)
+	if code != exitOK && code != exitDifferent {
+		t.Fatalf("bench: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var figures []map[string]any
+	if err := json.Unmarshal(data, &figures); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, f := range figures {
+		for _, key := range []string{"name", "value", "unit", "baseline", "baseline_value", "ratio", "goal", "met"} {
+			if _, ok := f[key]; !ok {
+				t.Fatalf("figure %v has no %q", f, key)
+			}
+		}
+		byName[f["name"].(string)] = f
+	}
+	return byName, stdout.String()
 }
