@@ -212,5 +212,9 @@ func snapshotsBehind(tbl *table.Table, md *format.Metadata) int {
 			return len(between)
 		}
 	}
-	return len(lineage.Ancestors(tbl, head))
+	n := 0
+	for range lineage.Ancestors(tbl, head) {
+		n++
+	}
+	return n
 }

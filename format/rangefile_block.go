@@ -3,6 +3,7 @@ package format
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -25,6 +26,9 @@ type Block struct {
 	col map[int]int // field ID to column of rec
 	// bytesOf counts what the block's buffers hold.
 	bytesOf *countingAllocator
+	// ordered caches, per field, whether its values ascend down the block.
+	orderMu sync.Mutex
+	ordered map[int]bool
 }
 
 // ReadBlock reads rows [first, first+n) of row group rowGroup, every stored
@@ -136,8 +140,9 @@ func (b *Block) Bytes() int64 { return b.bytesOf.live.Load() }
 // Rows returns the given rows of the block (offsets in the block,
 // ascending; nil for all) with the given stored fields (nil: all, in
 // StoredSchema order), typed as ArrowSchema(StoredSchema) has them, as Read
-// does. The batch is allocated with compute.GetAllocator(ctx); the caller
-// releases it.
+// does. What the batch does not share with the block (rows picked out of
+// order, values converted) is allocated with compute.GetAllocator(ctx);
+// the caller releases it.
 func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.RecordBatch, error) {
 	cols, err := b.projection(fieldIDs)
 	if err != nil {
@@ -160,20 +165,31 @@ func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.R
 				return nil, fmt.Errorf("read range file %s: rows of a block of %d must ascend; row %d is %d", b.name, b.NumRows(), i, r)
 			}
 		}
-		ib := array.NewInt64Builder(compute.GetAllocator(ctx))
-		ib.AppendValues(rows, nil)
-		idx := ib.NewArray()
-		ib.Release()
-		defer idx.Release()
-		recDatum, idxDatum := compute.NewDatum(rec), compute.NewDatum(idx)
-		defer recDatum.Release()
-		defer idxDatum.Release()
-		taken, err := compute.Take(ctx, *compute.DefaultTakeOptions(), recDatum, idxDatum)
-		if err != nil {
-			return nil, fmt.Errorf("read range file %s: pick rows: %w", b.name, err)
+		if n := len(rows); n == 0 || rows[n-1]-rows[0] == int64(n-1) {
+			// One run of rows, as a point lookup finds: a slice of the
+			// block's buffers, no copy.
+			var first int64
+			if n > 0 {
+				first = rows[0]
+			}
+			rec = rec.NewSlice(first, first+int64(n))
+			defer rec.Release()
+		} else {
+			ib := array.NewInt64Builder(compute.GetAllocator(ctx))
+			ib.AppendValues(rows, nil)
+			idx := ib.NewArray()
+			ib.Release()
+			defer idx.Release()
+			recDatum, idxDatum := compute.NewDatum(rec), compute.NewDatum(idx)
+			defer recDatum.Release()
+			defer idxDatum.Release()
+			taken, err := compute.Take(ctx, *compute.DefaultTakeOptions(), recDatum, idxDatum)
+			if err != nil {
+				return nil, fmt.Errorf("read range file %s: pick rows: %w", b.name, err)
+			}
+			defer taken.Release()
+			rec = taken.(*compute.RecordDatum).Value
 		}
-		defer taken.Release()
-		rec = taken.(*compute.RecordDatum).Value
 	}
 	out := make([]arrow.Field, len(cols))
 	for i, c := range cols {

@@ -152,7 +152,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 			if err != nil {
 				return err
 			}
-			if err := ru.consumeBlock(ctx, blk, keys, colOf); err != nil {
+			if err := ru.consumeBlock(ctx, blk, field, keys, colOf); err != nil {
 				return err
 			}
 		}
@@ -161,9 +161,23 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 }
 
 // consumeBlock finds the matches of a block by the columns the filters
-// test, then takes every stored field of just those rows.
-func (ru *run) consumeBlock(ctx context.Context, blk *format.Block, keys []int, colOf map[int]int) error {
+// test, then takes every stored field of just those rows. A filter on
+// field, the leading cluster field, which ascends down the block, finds
+// its candidates by binary search; the other filters test only those.
+func (ru *run) consumeBlock(ctx context.Context, blk *format.Block, field int, keys []int, colOf map[int]int) error {
 	st := &ru.res.Stats
+	if rows, ok := ru.seek(blk, field); ok {
+		st.EntriesScanned += int64(len(rows))
+		if len(rows) == 0 {
+			return nil
+		}
+		b, err := blk.Rows(ctx, nil, rows)
+		if err != nil {
+			return err
+		}
+		defer b.Release()
+		return ru.consume(ctx, b, true)
+	}
 	st.EntriesScanned += blk.NumRows()
 	if len(keys) == 0 || len(keys) == len(ru.res.Fields) {
 		b, err := blk.Rows(ctx, nil, nil)
@@ -197,4 +211,21 @@ func (ru *run) consumeBlock(ctx context.Context, blk *format.Block, keys []int, 
 	}
 	defer b.Release()
 	return ru.consume(ctx, b, true)
+}
+
+// seek returns the rows of a block that a filter on field admits, found
+// by binary search, when the block allows it (see format.Block.SeekInts).
+func (ru *run) seek(blk *format.Block, field int) ([]int64, bool) {
+	for _, fl := range ru.r.filters {
+		if fl.expr != nil || fl.fieldID != field {
+			continue
+		}
+		switch {
+		case fl.ints != nil:
+			return blk.SeekInts(field, fl.ints.lo, fl.ints.hi)
+		case fl.strs != nil:
+			return blk.SeekStrings(field, fl.ascStrs)
+		}
+	}
+	return nil, false
 }

@@ -27,6 +27,7 @@ var definitions = map[string]string{
 	"pk":          `{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`,
 	"by_customer": `{"name":"by_customer","identity":["customer_id","id"],"materialized":["_file","_pos","name"],"non-materialized":["bucket(8, customer_id)"],"cluster":["bucket(8, customer_id)","customer_id","id"]}`,
 	"by_name":     `{"name":"by_name","identity":["name","id"],"cluster":["truncate(2, name)","name","id"]}`,
+	"name_id":     `{"name":"name_id","identity":["name","id"],"materialized":["_file","_pos"],"cluster":["name","id"]}`,
 	"by_day":      `{"name":"by_day","identity":["ts","id"],"materialized":["score","_file","_pos"],"cluster":["day(ts)","ts","id"]}`,
 	"by_score":    `{"name":"by_score","identity":["score","id"],"materialized":["amount"],"cluster":["score","id"]}`,
 }

@@ -74,7 +74,8 @@ func (o *Options) ensureDefaults() {
 // Planner answers lookups through index snapshots. It is safe for
 // concurrent use.
 type Planner struct {
-	opts Options
+	opts     Options
+	prepared preparedCache
 }
 
 // New returns a Planner.
@@ -193,8 +194,9 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	if !md.Supported() {
 		return p.scanTable(ctx, tbl, md, q)
 	}
-	if err := format.CheckTable(md, tbl); err != nil {
-		return nil, err
+	pt := p.prepareTable(md, tbl)
+	if pt.check != nil {
+		return nil, pt.check
 	}
 	pred, err := Parse(q.Where)
 	if err != nil {
@@ -214,22 +216,22 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	// schema are read with the promotion applied.
 	sourceSchema := lineage.SnapshotSchema(tbl, source)
 	targetSchema := lineage.SnapshotSchema(tbl, target)
-	is, err := format.NewIndexSchema(md, targetSchema)
-	if err != nil {
-		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, err)
-	}
-	r, err := resolve(pred, is, targetSchema, sourceSchema)
+	pr, err := pt.prepare(md, targetSchema, sourceSchema)
 	if err != nil {
 		return nil, err
 	}
-	if behind > 0 && !is.HasLocation() {
+	if pr.isErr != nil {
+		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, pr.isErr)
+	}
+	r, err := resolve(pred, pr.is, targetSchema, sourceSchema)
+	if err != nil {
+		return nil, err
+	}
+	if behind > 0 && !pr.is.HasLocation() {
 		return nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
 			snap.SnapshotID, source.SnapshotID, behind, target.SnapshotID, ErrCannotReconcile)
 	}
-	run, err := p.newRun(is, r, q.Limit)
-	if err != nil {
-		return nil, err
-	}
+	run := p.newRun(pr.columns, r, q.Limit)
 	run.res.Plan = Plan{
 		IndexUUID: md.IndexUUID, IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: source.SnapshotID,
 		TableSnapshotID: target.SnapshotID, CommitsBehind: behind, Predicate: pred.String(),

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,7 +12,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
@@ -44,35 +42,13 @@ type run struct {
 	layout string
 }
 
-func (p *Planner) newRun(is *format.IndexSchema, r *resolved, limit int64) (*run, error) {
-	schema, err := format.ArrowSchema(is.StoredSchema())
-	if err != nil {
-		return nil, err
-	}
-	ru := &run{p: p, is: is, r: r, mem: p.opts.Allocator, schema: schema, colOf: map[int]int{}, fileCol: -1, posCol: -1, limit: limit}
-	ru.res = &Result{Schema: schema}
-	for i, f := range schema.Fields() {
-		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
-		id, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, fmt.Errorf("arrow schema of index fields: field %s has no field ID", f.Name)
-		}
-		ru.colOf[id] = i
-		fld, _ := is.Field(id)
-		ru.res.Fields = append(ru.res.Fields, fld)
-		if r, ok := fld.Expr.(format.Ref); ok && fld.Kind == format.KindMaterialized {
-			switch r.ID {
-			case format.FieldIDFile:
-				ru.fileCol = i
-			case format.FieldIDPos:
-				ru.posCol = i
-			}
-		}
-	}
+func (p *Planner) newRun(c *columns, r *resolved, limit int64) *run {
+	ru := &run{p: p, is: c.is, r: r, mem: p.opts.Allocator, schema: c.schema, colOf: c.colOf, fileCol: c.fileCol, posCol: c.posCol, limit: limit}
+	ru.res = &Result{Schema: c.schema, Fields: c.fields}
 	if ru.fileCol >= 0 && ru.posCol >= 0 {
 		ru.res.Locations = map[string]*roaring64.Bitmap{}
 	}
-	return ru, nil
+	return ru
 }
 
 // execute reads the index snapshot, then the data files added after it.

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -42,6 +43,9 @@ type filter struct {
 	// ints and strs test columns without boxing values, when set allows.
 	ints *intSet
 	strs stringPoints
+	// ascStrs holds strs in ascending order, to binary-search a sorted
+	// column.
+	ascStrs []string
 }
 
 // resolve binds a predicate to an index schema. Column names are looked up
@@ -234,6 +238,9 @@ func (r *resolved) project() {
 		fl := &r.filters[i]
 		fl.ints, _ = newIntSet(fl.set)
 		fl.strs, _ = newStringPoints(fl.set)
+		if fl.strs != nil {
+			fl.ascStrs = slices.Sorted(maps.Keys(fl.strs))
+		}
 	}
 }
 

@@ -40,10 +40,11 @@ func (p *Planner) scanTable(ctx context.Context, tbl *table.Table, md *format.Me
 	if err != nil {
 		return nil, err
 	}
-	run, err := p.newRun(is, r, q.Limit)
+	cols, err := storedColumns(is)
 	if err != nil {
 		return nil, err
 	}
+	run := p.newRun(cols, r, q.Limit)
 	run.res.Plan = Plan{
 		IndexUUID: md.IndexUUID, TableSnapshotID: target.SnapshotID, Predicate: pred.String(),
 		TableScan: fmt.Sprintf("index type %q is not implemented by streamidx: the index is ignored and the table read directly, "+

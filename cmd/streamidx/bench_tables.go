@@ -48,8 +48,9 @@ func (b *bench) tablePristine(name string) string {
 }
 
 // openEnvAt opens the catalogs of a table directory.
-func (b *bench) openEnvAt(ctx context.Context, dir string) (*env, error) {
+func (b *bench) openEnvAt(ctx context.Context, dir string, serving bool) (*env, error) {
 	g := *b.g
+	g.serving = serving
 	g.catalogURI = "sqlite://" + filepath.Join(dir, "catalog.db")
 	g.warehouse = "file://" + filepath.Join(dir, "warehouse")
 	e, err := openEnv(ctx, &g)
@@ -139,7 +140,7 @@ func (b *bench) newOrdersTable(ctx context.Context, dir string, formatVersion in
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, nil, err
 	}
-	e, err := b.openEnvAt(ctx, dir)
+	e, err := b.openEnvAt(ctx, dir, false)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -1,16 +1,17 @@
 // Package lineage answers the questions every part of streamidx asks about
 // a table's snapshot history: which snapshot an id means, which schema a
 // snapshot was written with, and how two snapshots are related through
-// their parent chain. The parent-chain walks are iceberg-go's own
-// (table.AncestorsOf, AncestorsBetween, IsAncestorOf): they keep the
-// snapshots they visited and stop at a cycle, so corrupt table metadata
-// whose parent chain loops ends a walk instead of hanging it.
+// their parent chain. Every parent-chain walk (Ancestors here, and
+// iceberg-go's AncestorsBetween and IsAncestorOf) keeps the snapshots it
+// visited and stops at a cycle, so corrupt table metadata whose parent
+// chain loops ends a walk instead of hanging it.
 //
 // Concurrency: the functions only read the table's metadata.
 package lineage
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"strings"
 
@@ -38,6 +39,9 @@ func Snapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
 // a schema no longer kept) the table's current schema.
 func SnapshotSchema(tbl *table.Table, snap *table.Snapshot) *iceberg.Schema {
 	if snap != nil && snap.SchemaID != nil {
+		if cur := tbl.Schema(); cur.ID == *snap.SchemaID { // most snapshots: no copy of the schema list
+			return cur
+		}
 		for _, s := range tbl.Metadata().Schemas() {
 			if s.ID == *snap.SchemaID {
 				return s
@@ -47,10 +51,28 @@ func SnapshotSchema(tbl *table.Table, snap *table.Snapshot) *iceberg.Schema {
 	return tbl.Schema()
 }
 
-// Ancestors returns head and its ancestors, newest first, as far as the
-// table's metadata keeps them.
-func Ancestors(tbl *table.Table, head *table.Snapshot) []*table.Snapshot {
-	return pointers(table.AncestorsOf(head.SnapshotID, tbl.SnapshotByID))
+// Ancestors yields head and its ancestors, newest first, each with how
+// many commits it lies behind head, as far as the table's metadata keeps
+// them. The walk is lazy: a lookup of an index that is current stops at
+// head and pays for nothing more, however long the table's history. It
+// ends where a corrupt parent chain loops back.
+func Ancestors(tbl *table.Table, head *table.Snapshot) iter.Seq2[int, *table.Snapshot] {
+	return func(yield func(int, *table.Snapshot) bool) {
+		var seen map[int64]bool
+		for behind, s := 0, head; s != nil; behind++ {
+			if !yield(behind, s) || s.ParentSnapshotID == nil {
+				return
+			}
+			if seen == nil {
+				seen = map[int64]bool{}
+			}
+			seen[s.SnapshotID] = true
+			if seen[*s.ParentSnapshotID] {
+				return
+			}
+			s = tbl.SnapshotByID(*s.ParentSnapshotID)
+		}
+	}
 }
 
 // Since returns the snapshots after base up to head, oldest first, and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"testing"
 
 	"github.com/apache/iceberg-go"
@@ -33,11 +34,28 @@ func idsOf(snaps []*table.Snapshot) []int64 {
 	return out
 }
 
+// walked collects a walk of Ancestors, checking that each snapshot says
+// how far behind head it lies.
+func walked(t *testing.T, seq iter.Seq2[int, *table.Snapshot]) []*table.Snapshot {
+	t.Helper()
+	var out []*table.Snapshot
+	for behind, s := range seq {
+		if behind != len(out) {
+			t.Errorf("snapshot %d comes %d after head but is said to be %d behind", s.SnapshotID, len(out), behind)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
 func TestLinearHistory(t *testing.T) {
 	tbl, ids := history(t)
 	head := tbl.CurrentSnapshot()
-	if got := idsOf(Ancestors(tbl, head)); fmt.Sprint(got) != fmt.Sprint([]int64{ids[2], ids[1], ids[0]}) {
+	if got := idsOf(walked(t, Ancestors(tbl, head))); fmt.Sprint(got) != fmt.Sprint([]int64{ids[2], ids[1], ids[0]}) {
 		t.Errorf("Ancestors = %v, want newest first %v", got, ids)
+	}
+	if got := idsOf(walked(t, Ancestors(tbl, tbl.SnapshotByID(ids[1])))); fmt.Sprint(got) != fmt.Sprint([]int64{ids[1], ids[0]}) {
+		t.Errorf("Ancestors of the middle snapshot = %v, want %v", got, []int64{ids[1], ids[0]})
 	}
 	since, ok := Since(tbl, head, ids[0])
 	if !ok || fmt.Sprint(idsOf(since)) != fmt.Sprint(ids[1:]) {
@@ -109,7 +127,7 @@ func TestCyclicParentChainEnds(t *testing.T) {
 		t.Fatal("the parent chain is not cyclic")
 	}
 	head := cyclic.CurrentSnapshot()
-	if got := Ancestors(cyclic, head); len(got) != 3 {
+	if got := walked(t, Ancestors(cyclic, head)); len(got) != 3 {
 		t.Errorf("Ancestors on a cycle = %v, want each snapshot once", idsOf(got))
 	}
 	if _, ok := Since(cyclic, head, 12345); ok {

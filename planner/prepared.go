@@ -1,0 +1,138 @@
+package planner
+
+import (
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
+)
+
+// A prepared is what a lookup derives from an index definition and the
+// table's schemas alone: whether the definition still fits the table, the
+// index schema against the target snapshot's schema, and the Arrow schema
+// and columns of the stored fields. A service answers thousands of lookups
+// per index snapshot, so the planner derives it once per index metadata,
+// table metadata file and pair of schemas, and shares it, read-only,
+// between lookups.
+type prepared struct {
+	isErr error // format.NewIndexSchema's
+	*columns
+}
+
+// preparedTable is what is derived from an index metadata and one table
+// metadata file.
+type preparedTable struct {
+	check error // format.CheckTable's answer
+
+	mu      sync.Mutex
+	schemas map[[2]int]*prepared // by target and source schema IDs
+}
+
+// columns are the Arrow schema and columns of an index schema's stored
+// fields.
+type columns struct {
+	is      *format.IndexSchema
+	schema  *arrow.Schema
+	colOf   map[int]int // stored field ID -> column
+	fields  []format.IndexField
+	fileCol int // -1 without _file
+	posCol  int // -1 without _pos
+}
+
+// preparedKey names an index by its UUID, not its metadata: the spec fixes
+// an index's definition for its lifetime, so every metadata file of one
+// index prepares the same, and a daemon that loads new metadata at every
+// publish keeps one entry per table metadata file, not one per publish.
+type preparedKey struct {
+	index    string // index UUID
+	location string // of the table metadata file
+}
+
+// maxPrepared bounds what a planner keeps prepared: a few entries per
+// index the process serves (one per table metadata file since it started).
+const maxPrepared = 256
+
+type preparedCache struct {
+	mu sync.Mutex
+	m  map[preparedKey]*preparedTable
+}
+
+// prepareTable checks that md fits table tbl (format.CheckTable), once per
+// table metadata file.
+func (p *Planner) prepareTable(md *format.Metadata, tbl *table.Table) *preparedTable {
+	loc := tbl.MetadataLocation()
+	if loc == "" { // a table not read from a metadata file: nothing to key it by
+		return &preparedTable{check: format.CheckTable(md, tbl)}
+	}
+	k := preparedKey{index: md.IndexUUID, location: loc}
+	c := &p.prepared
+	c.mu.Lock()
+	pt, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return pt
+	}
+	pt = &preparedTable{check: format.CheckTable(md, tbl)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxPrepared {
+		c.m = map[preparedKey]*preparedTable{}
+	}
+	c.m[k] = pt
+	return pt
+}
+
+// prepare returns the index schema of md against the target snapshot's
+// schema and its stored columns, derived once per pair of schemas.
+func (pt *preparedTable) prepare(md *format.Metadata, target, source *iceberg.Schema) (*prepared, error) {
+	k := [2]int{target.ID, source.ID}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pr, ok := pt.schemas[k]; ok {
+		return pr, nil
+	}
+	pr := &prepared{}
+	is, err := format.NewIndexSchema(md, target)
+	if err != nil {
+		pr.isErr = err
+	} else if pr.columns, err = storedColumns(is); err != nil {
+		return nil, err
+	}
+	if pt.schemas == nil {
+		pt.schemas = map[[2]int]*prepared{}
+	}
+	pt.schemas[k] = pr
+	return pr, nil
+}
+
+func storedColumns(is *format.IndexSchema) (*columns, error) {
+	schema, err := format.ArrowSchema(is.StoredSchema())
+	if err != nil {
+		return nil, err
+	}
+	l := &columns{is: is, schema: schema, colOf: map[int]int{}, fileCol: -1, posCol: -1}
+	for i, f := range schema.Fields() {
+		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
+		id, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, fmt.Errorf("arrow schema of index fields: field %s has no field ID", f.Name)
+		}
+		l.colOf[id] = i
+		fld, _ := l.is.Field(id)
+		l.fields = append(l.fields, fld)
+		if r, ok := fld.Expr.(format.Ref); ok && fld.Kind == format.KindMaterialized {
+			switch r.ID {
+			case format.FieldIDFile:
+				l.fileCol = i
+			case format.FieldIDPos:
+				l.posCol = i
+			}
+		}
+	}
+	return l, nil
+}
