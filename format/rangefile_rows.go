@@ -140,3 +140,91 @@ func (r *RangeFileReader) chosenRows(ctx context.Context, rec arrow.RecordBatch,
 	defer picked.Release()
 	return r.convert(ctx, picked, out, cols)
 }
+
+// ReadMatching reads row group rowGroup whole, every stored field, in one
+// pass: match sees each batch as decoded, every field typed as Read hands
+// it on except string and binary fields, which stay the dictionaries of
+// that type the file stores, and says which rows to keep; fn gets just
+// those rows, as Read would give them. A lookup whose matches lie in every
+// page (an IN of many keys) decodes each column once and turns only the
+// strings of its matches into values. Batches are allocated with
+// compute.GetAllocator(ctx).
+func (r *RangeFileReader) ReadMatching(ctx context.Context, rowGroup int, match func(arrow.RecordBatch) ([]bool, error), fn func(arrow.RecordBatch) error) error {
+	if rowGroup < 0 || rowGroup >= r.NumRowGroups() {
+		return fmt.Errorf("read range file %s: no row group %d of %d", r.name, rowGroup, r.NumRowGroups())
+	}
+	cols := r.stored
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		fields[i] = c.want
+	}
+	out := arrow.NewSchema(fields, nil)
+	rdr, err := r.seekReader(ctx, cols, rowGroup, 0, r.fr.Props.BatchSize, compute.GetAllocator(ctx))
+	if err != nil {
+		return err
+	}
+	defer rdr.Release()
+	for {
+		next, err := r.nextBatch(ctx, rdr)
+		if err != nil || !next {
+			return err
+		}
+		rec := rdr.RecordBatch()
+		keep, err := r.matchDecoded(ctx, rec, match)
+		if err != nil {
+			return err
+		}
+		batch, err := r.chosenRows(ctx, rec, keep, out, cols)
+		if err != nil {
+			return err
+		}
+		if batch == nil {
+			continue
+		}
+		err = fn(batch)
+		batch.Release()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// matchDecoded calls match with rec's columns in the types Read hands on,
+// dictionaries aside.
+func (r *RangeFileReader) matchDecoded(ctx context.Context, rec arrow.RecordBatch, match func(arrow.RecordBatch) ([]bool, error)) ([]bool, error) {
+	arrs := make([]arrow.Array, rec.NumCols())
+	fields := make([]arrow.Field, rec.NumCols())
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, f := range rec.Schema().Fields() {
+		id, _ := arrowFieldID(f)
+		pos, ok := r.byID[id]
+		if !ok {
+			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("reader returned a column of no stored field (%d)", id)}
+		}
+		want := r.stored[pos].want
+		if _, dict := rec.Column(i).DataType().(*arrow.DictionaryType); dict {
+			want.Type = rec.Column(i).DataType()
+		}
+		a, err := convertArray(ctx, rec.Column(i), want.Type)
+		if err != nil {
+			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("column for field %d: %w", id, err)}
+		}
+		arrs[i], fields[i] = a, want
+	}
+	b := array.NewRecordBatch(arrow.NewSchema(fields, nil), arrs, rec.NumRows())
+	defer b.Release()
+	keep, err := match(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(keep) != int(rec.NumRows()) {
+		return nil, fmt.Errorf("read range file %s: match kept %d of %d rows", r.name, len(keep), rec.NumRows())
+	}
+	return keep, nil
+}

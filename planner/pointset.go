@@ -94,15 +94,29 @@ func applyInts(s *intSet, col arrow.Array, keep []bool) bool {
 	default:
 		return false
 	}
+	// Range files are sorted by the index key, so the leading key field
+	// ascends down a batch: while it does, one sweep walks the values and
+	// the intervals together; from a value out of order on, each value is
+	// searched for.
+	k, prev, ascending := 0, int64(math.MinInt64), true
 	for i := range keep {
 		if !keep[i] {
 			continue
 		}
 		if col.IsNull(i) {
 			keep[i] = s.null
-		} else {
-			keep[i] = s.contains(value(i))
+			continue
 		}
+		v := value(i)
+		if ascending = ascending && v >= prev; !ascending {
+			keep[i] = s.contains(v)
+			continue
+		}
+		for k < len(s.hi) && s.hi[k] < v {
+			k++
+		}
+		keep[i] = k < len(s.hi) && s.lo[k] <= v
+		prev = v
 	}
 	return true
 }

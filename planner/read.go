@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
+	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
@@ -302,6 +304,17 @@ func (ru *run) readGroups(ctx context.Context, rf *objstore.RangeFile, groups []
 		if !all && len(candidates) == 0 {
 			continue
 		}
+		if all && ru.onePass() {
+			// Matches in every page: one pass decodes each column once.
+			err := rf.ReadMatching(ctx, g, func(b arrow.RecordBatch) ([]bool, error) {
+				st.EntriesScanned += b.NumRows()
+				return ru.match(b, fieldColumns(b.Schema()))
+			}, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		var rows []int64
 		var off int64
 		collect := func(b arrow.RecordBatch) error {
@@ -340,6 +353,31 @@ func (ru *run) readGroups(ctx context.Context, rf *objstore.RangeFile, groups []
 		}
 	}
 	return nil
+}
+
+// onePass reports whether a row group none of whose pages is pruned is
+// read in one pass (format.RangeFileReader.ReadMatching) rather than by
+// its key columns first: when every filter tests an integer-like stored
+// field, which that pass hands on as a plain column.
+func (ru *run) onePass() bool {
+	for _, fl := range ru.r.filters {
+		if fl.expr != nil || fl.ints == nil {
+			return false
+		}
+	}
+	return len(ru.r.filters) > 0
+}
+
+// fieldColumns maps the field IDs of a schema's fields to their columns.
+func fieldColumns(s *arrow.Schema) map[int]int {
+	cols := make(map[int]int, s.NumFields())
+	for i, f := range s.Fields() {
+		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
+		if id, err := strconv.Atoi(v); err == nil {
+			cols[id] = i
+		}
+	}
+	return cols
 }
 
 // candidateRows prunes the pages of row group g by the page index of the

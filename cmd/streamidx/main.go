@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"sort"
+	"strings"
 	"syscall"
 )
 
@@ -77,8 +78,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	g.register(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if path := os.Getenv("STREAMIDX_CPUPROFILE"); path != "" {
-		// For measuring: a CPU profile of the whole command.
+	// For measuring: "{cmd}" in a profile's path names the command, so that
+	// bench and the children it starts (run, lookup) write their own.
+	profilePath := func(env string) string { return strings.ReplaceAll(os.Getenv(env), "{cmd}", c.name) }
+	if path := profilePath("STREAMIDX_CPUPROFILE"); path != "" {
+		// A CPU profile of the whole command.
 		if f, err := os.Create(path); err == nil {
 			defer f.Close()
 			if pprof.StartCPUProfile(f) == nil {
@@ -86,7 +90,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	if path := os.Getenv("STREAMIDX_MEMPROFILE"); path != "" {
+	if path := profilePath("STREAMIDX_MEMPROFILE"); path != "" {
 		// For measuring: the live heap at the end of the command, with
 		// what was allocated where.
 		defer func() {
