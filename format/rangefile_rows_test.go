@@ -88,3 +88,67 @@ func TestRangeFileReadRows(t *testing.T) {
 		}
 	}
 }
+
+// TestRangeFileReadMatching: one pass over a row group keeps the rows the
+// match picks and gives them as Read does, every type; the match sees
+// strings and binaries as dictionaries and every other field as Read has
+// it.
+func TestRangeFileReadMatching(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := rfAllTypesIndex(t)
+	rows := rfRandomRows(s, 9, 600)
+	data, _ := rfWrite(t, mem, s, rows, RangeFileOptions{RowGroupRows: 250, PageSizeBytes: 256})
+	r, err := OpenRangeFile(bytes.NewReader(data), "mem://range.parquet", s, RangeFileReadOptions{Allocator: mem, BatchRows: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx := compute.WithAllocator(context.Background(), mem)
+	full := rfProjectedSchema(t, s, nil)
+	for g, every := range []int{3, 1, 1000} { // every third row, all, none
+		var got []rfRow
+		seen := 0
+		err := r.ReadMatching(ctx, g, func(b arrow.RecordBatch) ([]bool, error) {
+			for i, f := range b.Schema().Fields() {
+				want := full.Field(full.FieldIndices(f.Name)[0]).Type
+				switch want.ID() {
+				case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+					if d, ok := b.Column(i).DataType().(*arrow.DictionaryType); !ok || !arrow.TypeEqual(d.ValueType, want) {
+						t.Errorf("match got %s as %s, want a dictionary of %s", f.Name, b.Column(i).DataType(), want)
+					}
+				default:
+					if !arrow.TypeEqual(b.Column(i).DataType(), want) {
+						t.Errorf("match got %s as %s, want %s", f.Name, b.Column(i).DataType(), want)
+					}
+				}
+			}
+			keep := make([]bool, b.NumRows())
+			for i := range keep {
+				keep[i] = (seen+i)%every == 0
+			}
+			seen += len(keep)
+			return keep, nil
+		}, func(rec arrow.RecordBatch) error {
+			if !rec.Schema().Equal(full) {
+				t.Errorf("batch schema\n%s\nwant\n%s", rec.Schema(), full)
+			}
+			got = append(got, rfRowsOf(s, rec)...)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ReadMatching(%d): %v", g, err)
+		}
+		n := min(250, len(rows)-g*250)
+		var want []rfRow
+		for i := range n {
+			if i%every == 0 {
+				want = append(want, rows[g*250+i])
+			}
+		}
+		if seen != n {
+			t.Errorf("row group %d: match saw %d rows, want %d", g, seen, n)
+		}
+		rfCheckRows(t, s, rfStoredIDs(s), got, want)
+	}
+}
