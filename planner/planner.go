@@ -194,21 +194,55 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	if !md.Supported() {
 		return p.scanTable(ctx, tbl, md, q)
 	}
+	run, snap, err := p.plan(ctx, tbl, md, q)
+	if err != nil {
+		return nil, err
+	}
+	if err := run.execute(ctx, md, snap); err != nil {
+		run.res.Release()
+		return nil, err
+	}
+	return run.res, nil
+}
+
+// Prepare does what every lookup through md at table snapshot id (0: the
+// table's current one) does before it reads range files: it reads the
+// tracking file of the index snapshot it would use and, when the index
+// lags the table snapshot, reconciles the two. With a store that keeps a
+// lookup cache, the lookups that follow find both ready: a service that
+// prepares a new table snapshot before it answers for it keeps the
+// reconciliation out of its answers' time.
+func (p *Planner) Prepare(ctx context.Context, tbl *table.Table, md *format.Metadata, id int64) error {
+	if !md.Supported() {
+		return nil // a table scan has nothing to prepare
+	}
+	run, snap, err := p.plan(ctx, tbl, md, Query{TableSnapshotID: id})
+	if err != nil {
+		return err
+	}
+	defer run.res.Release()
+	_, _, err = p.opts.Store.ReadTracking(ctx, md, snap, run.is)
+	return err
+}
+
+// plan is a lookup up to the reading of range files: the index snapshot
+// it reads, the predicate resolved, the reconciliation of a lagging index.
+func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*run, *format.Snapshot, error) {
 	pt := p.prepareTable(md, tbl)
 	if pt.check != nil {
-		return nil, pt.check
+		return nil, nil, pt.check
 	}
 	pred, err := Parse(q.Where)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	target, err := lineage.Snapshot(tbl, q.TableSnapshotID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	snap, source, behind, err := chooseSnapshot(tbl, md, target)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The index fields take the types of the table snapshot the answer is
 	// for: a schema only widens a column's type (int to long, float to
@@ -218,17 +252,17 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	targetSchema := lineage.SnapshotSchema(tbl, target)
 	pr, err := pt.prepare(md, targetSchema, sourceSchema)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if pr.isErr != nil {
-		return nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, pr.isErr)
+		return nil, nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, pr.isErr)
 	}
 	r, err := resolve(pred, pr.is, targetSchema, sourceSchema)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if behind > 0 && !pr.is.HasLocation() {
-		return nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
+		return nil, nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
 			snap.SnapshotID, source.SnapshotID, behind, target.SnapshotID, ErrCannotReconcile)
 	}
 	run := p.newRun(pr.columns, r, q.Limit)
@@ -238,18 +272,14 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 	}
 	if behind > 0 {
 		if run.recon, err = p.reconciler(ctx, tbl, md, source, target, targetSchema, run); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		run.res.Plan.RemovedDataFiles = run.recon.removed
 		for _, df := range run.recon.added {
 			run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.file.FilePath())
 		}
 	}
-	if err := run.execute(ctx, md, snap); err != nil {
-		run.res.Release()
-		return nil, err
-	}
-	return run.res, nil
+	return run, snap, nil
 }
 
 // reconciler returns the reconciler of an index snapshot built for table

@@ -86,11 +86,14 @@ type Options struct {
 	Timeout time.Duration
 	// MetadataMaxAge is how long a table's and an index's metadata, once
 	// read, answer requests before they are read again: loading a table
-	// with a long history costs more than a lookup. An answer for the
-	// "current" table snapshot may then be for a snapshot up to this much
-	// older than the newest commit (its header names it; it is exact for
-	// it). A request for a snapshot the kept metadata lacks reads it again.
-	// Default: 1s.
+	// with a long history costs more than a lookup. Once it is older, the
+	// first request to find it so reads it again and prepares the indexes
+	// it served for the new table snapshot (reads their tracking files,
+	// reconciles one that lags) while the others go on with what is kept.
+	// An answer for the "current" table snapshot may then be for a snapshot
+	// up to this much older than the newest commit, plus the time of that
+	// refresh (its header names it; it is exact for it). A request for a
+	// snapshot the kept metadata lacks reads it again. Default: 1s.
 	MetadataMaxAge time.Duration
 	// Logger receives request failures. Default: discard.
 	Logger *slog.Logger
@@ -112,6 +115,8 @@ type Service struct {
 
 	mu     sync.Mutex
 	loaded map[string]loaded // by "t/ns.table" and "i/ns.table/index"
+	// refreshing marks the keys of loaded that a request reads again.
+	refreshing map[string]bool
 }
 
 // New returns a Service and registers its metrics.
@@ -138,7 +143,7 @@ func New(opts Options) (*Service, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{opts: opts, log: opts.Logger, planner: planner.New(planner.Options{Store: opts.Store}), metrics: newMetrics(opts.Store),
-		loaded: map[string]loaded{}}
+		loaded: map[string]loaded{}, refreshing: map[string]bool{}}
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
 			return nil, fmt.Errorf("register serve metrics: %w", err)
@@ -281,12 +286,29 @@ type loaded struct {
 	err      error // of the index: format.ErrUnsupportedIndexType is kept
 }
 
-// fresh returns what was loaded under key less than MetadataMaxAge ago.
-func (s *Service) fresh(key string) (loaded, bool) {
+// current returns what is kept under key. For what is kept but stale
+// (read MetadataMaxAge ago or more), claimed says
+// whether the caller is to read it again: the first request to find it
+// stale reads the newer metadata, and prepares the indexes for it, while
+// the requests that come meanwhile go on with what is kept, so that a
+// refresh costs one request its time rather than every request that
+// arrives during it.
+func (s *Service) current(key string) (l loaded, have, claimed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, ok := s.loaded[key]
-	return l, ok && time.Since(l.at) < s.opts.MetadataMaxAge
+	l, have = s.loaded[key]
+	if have && time.Since(l.at) >= s.opts.MetadataMaxAge && !s.refreshing[key] {
+		s.refreshing[key] = true
+		claimed = true
+	}
+	return l, have, claimed
+}
+
+// refreshed ends the refresh of key that current gave the caller.
+func (s *Service) refreshed(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.refreshing, key)
 }
 
 func (s *Service) keep(key string, l loaded) {
@@ -301,9 +323,10 @@ func (s *Service) keep(key string, l loaded) {
 // maxLoaded bounds the tables and indexes whose metadata is kept.
 const maxLoaded = 1024
 
-// loadTable loads the table of the path's {table}, or takes it as read
-// less than MetadataMaxAge ago unless reload is set or it lacks
-// snapshot (a table snapshot id, 0 for none).
+// loadTable loads the table of the path's {table}, or takes it as kept:
+// as read less than MetadataMaxAge ago, or older while another request
+// reads it again (see current), unless reload is set or it lacks snapshot
+// (a table snapshot id, 0 for none).
 func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*table.Table, table.Identifier, error) {
 	name := r.PathValue("table")
 	id, err := config.ParseTable(name)
@@ -311,7 +334,11 @@ func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*tabl
 		return nil, nil, &apiError{http.StatusBadRequest, "bad_table", err.Error()}
 	}
 	key := "t/" + strings.Join(id, ".")
-	if l, ok := s.fresh(key); ok && !reload && (snapshot == 0 || l.tbl.SnapshotByID(snapshot) != nil) {
+	l, have, claimed := s.current(key)
+	if claimed {
+		defer s.refreshed(key)
+	}
+	if have && !reload && !claimed && (snapshot == 0 || l.tbl.SnapshotByID(snapshot) != nil) {
 		return l.tbl, id, nil
 	}
 	began := time.Now()
@@ -319,13 +346,56 @@ func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*tabl
 	if err != nil {
 		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
 	}
+	if have && tbl.MetadataLocation() != l.tbl.MetadataLocation() {
+		s.prepareIndexes(r.Context(), id, tbl)
+	}
 	s.keep(key, loaded{at: began, tbl: tbl})
 	return tbl, id, nil
 }
 
+// prepareIndexes reads again the metadata of the indexes of table id
+// that requests have used, and prepares each for the table's current
+// snapshot (planner.Prepare: its tracking file read, a lagging index
+// reconciled), before the requests that follow answer for that snapshot.
+func (s *Service) prepareIndexes(ctx context.Context, id table.Identifier, tbl *table.Table) {
+	prefix := "i/" + strings.Join(id, ".") + "/"
+	var names []string
+	s.mu.Lock()
+	for k := range s.loaded {
+		if name, ok := strings.CutPrefix(k, prefix); ok {
+			names = append(names, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, name := range names {
+		l := s.readIndex(ctx, prefix+name, id, name)
+		if l.err != nil || l.md == nil {
+			continue
+		}
+		if err := s.planner.Prepare(ctx, tbl, l.md, 0); err != nil {
+			// The lookups that follow meet the same failure and answer it.
+			s.log.Debug("prepare an index for a new table snapshot", "table", strings.Join(id, "."), "index", name, "err", err)
+		}
+	}
+}
+
+// readIndex reads the metadata of index name of table id and keeps it
+// under key when it loads.
+func (s *Service) readIndex(ctx context.Context, key string, id table.Identifier, name string) loaded {
+	l := loaded{at: time.Now()}
+	l.md, l.location, l.err = s.opts.Indexes.Load(ctx, id, name)
+	if l.md != nil && (l.err == nil || errors.Is(l.err, format.ErrUnsupportedIndexType)) {
+		s.keep(key, l)
+		// The metadata read now is the newest this process knows: the
+		// decoded tracking files of snapshots it no longer lists go.
+		s.opts.Store.ReleaseExpiredTracking(l.md)
+	}
+	return l
+}
+
 // loadIndex loads the table and the index of the path, or takes them as
-// read less than MetadataMaxAge ago unless reload is set (see loadTable).
-// unsupported is set for an index of a type streamidx does not implement.
+// kept (see loadTable). unsupported is set for an index of a type
+// streamidx does not implement.
 func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (indexinfo.Target, error) {
 	tbl, id, err := s.loadTable(r, snapshot, reload)
 	if err != nil {
@@ -333,17 +403,12 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 	}
 	t := indexinfo.Target{TableName: r.PathValue("table"), IndexName: r.PathValue("index"), Table: tbl}
 	key := "i/" + strings.Join(id, ".") + "/" + t.IndexName
-	l, ok := s.fresh(key)
-	if !ok || reload {
-		began := time.Now()
-		l = loaded{at: began}
-		l.md, l.location, l.err = s.opts.Indexes.Load(r.Context(), id, t.IndexName)
-		if l.md != nil && (l.err == nil || errors.Is(l.err, format.ErrUnsupportedIndexType)) {
-			s.keep(key, l)
-			// The metadata read now is the newest this process knows: the
-			// decoded tracking files of snapshots it no longer lists go.
-			s.opts.Store.ReleaseExpiredTracking(l.md)
-		}
+	l, have, claimed := s.current(key)
+	if claimed {
+		defer s.refreshed(key)
+	}
+	if !have || claimed || reload {
+		l = s.readIndex(r.Context(), key, id, t.IndexName)
 	}
 	t.Metadata, t.MetadataLocation, err = l.md, l.location, l.err
 	if errors.Is(err, format.ErrUnsupportedIndexType) && t.Metadata != nil {
