@@ -63,16 +63,8 @@ func (r *RangeFileReader) ReadRows(ctx context.Context, fieldIDs []int, rowGroup
 		}
 		rec := rdr.RecordBatch()
 		k := min(int(rec.NumRows()), len(wanted))
-		batch, err := r.chosenRows(ctx, rec, wanted[:k], out, cols)
+		err = r.handOn(ctx, rec, wanted[:k], out, cols, fn)
 		wanted = wanted[k:]
-		if err != nil {
-			return err
-		}
-		if batch == nil {
-			continue
-		}
-		err = fn(batch)
-		batch.Release()
 		if err != nil {
 			return err
 		}
@@ -110,6 +102,17 @@ func (r *RangeFileReader) seekReader(ctx context.Context, cols []storedColumn, r
 		return nil, r.failure("read", err)
 	}
 	return rdr, nil
+}
+
+// handOn gives fn the rows of rec that wanted marks, converted (see
+// chosenRows), unless there are none.
+func (r *RangeFileReader) handOn(ctx context.Context, rec arrow.RecordBatch, wanted []bool, out *arrow.Schema, cols []storedColumn, fn func(arrow.RecordBatch) error) error {
+	batch, err := r.chosenRows(ctx, rec, wanted, out, cols)
+	if err != nil || batch == nil {
+		return err
+	}
+	defer batch.Release()
+	return fn(batch)
 }
 
 // chosenRows converts the rows of rec that wanted marks (rec may have more
@@ -174,16 +177,7 @@ func (r *RangeFileReader) ReadMatching(ctx context.Context, rowGroup int, match 
 		if err != nil {
 			return err
 		}
-		batch, err := r.chosenRows(ctx, rec, keep, out, cols)
-		if err != nil {
-			return err
-		}
-		if batch == nil {
-			continue
-		}
-		err = fn(batch)
-		batch.Release()
-		if err != nil {
+		if err := r.handOn(ctx, rec, keep, out, cols, fn); err != nil {
 			return err
 		}
 	}

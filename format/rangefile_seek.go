@@ -1,6 +1,7 @@
 package format
 
 import (
+	"cmp"
 	"sort"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -21,31 +22,26 @@ import (
 // ascending down the block.
 func (b *Block) SeekInts(fieldID int, lo, hi []int64) (rows []int64, ok bool) {
 	v, ok := b.intValues(fieldID)
-	if !ok || !b.ascending(fieldID, func(i int) bool { return v(i-1) <= v(i) }) {
+	if !ok {
 		return nil, false
 	}
-	n := int(b.NumRows())
-	if n == 0 {
-		return nil, true
-	}
-	first, last := v(0), v(n-1)
-	// Only the intervals that reach into the block's span are searched.
-	k := sort.Search(len(hi), func(k int) bool { return hi[k] >= first })
-	for ; k < len(lo) && lo[k] <= last; k++ {
-		start := sort.Search(n, func(i int) bool { return v(i) >= lo[k] })
-		end := start + sort.Search(n-start, func(i int) bool { return v(start+i) > hi[k] })
-		for i := start; i < end; i++ {
-			rows = append(rows, int64(i))
-		}
-	}
-	return rows, true
+	return seek(b, fieldID, v, lo, hi)
 }
 
 // SeekStrings is SeekInts for a string field and a set of values given in
 // ascending byte order.
 func (b *Block) SeekStrings(fieldID int, values []string) (rows []int64, ok bool) {
 	v, ok := b.stringValues(fieldID)
-	if !ok || !b.ascending(fieldID, func(i int) bool { return v(i-1) <= v(i) }) {
+	if !ok {
+		return nil, false
+	}
+	return seek(b, fieldID, v, values, values)
+}
+
+// seek finds the rows whose value v(i) lies in one of the closed intervals
+// [lo[k], hi[k]], when v ascends down the block.
+func seek[T cmp.Ordered](b *Block, fieldID int, v func(int) T, lo, hi []T) ([]int64, bool) {
+	if !b.ascending(fieldID, func(i int) bool { return v(i-1) <= v(i) }) {
 		return nil, false
 	}
 	n := int(b.NumRows())
@@ -53,10 +49,13 @@ func (b *Block) SeekStrings(fieldID int, values []string) (rows []int64, ok bool
 		return nil, true
 	}
 	first, last := v(0), v(n-1)
-	k := sort.SearchStrings(values, first)
-	for ; k < len(values) && values[k] <= last; k++ {
-		start := sort.Search(n, func(i int) bool { return v(i) >= values[k] })
-		for i := start; i < n && v(i) == values[k]; i++ {
+	var rows []int64
+	// Only the intervals that reach into the block's span are searched.
+	k := sort.Search(len(hi), func(k int) bool { return hi[k] >= first })
+	for ; k < len(lo) && lo[k] <= last; k++ {
+		start := sort.Search(n, func(i int) bool { return v(i) >= lo[k] })
+		end := start + sort.Search(n-start, func(i int) bool { return v(start+i) > hi[k] })
+		for i := start; i < end; i++ {
 			rows = append(rows, int64(i))
 		}
 	}

@@ -168,15 +168,7 @@ func (ru *run) consumeBlock(ctx context.Context, blk *format.Block, field int, k
 	st := &ru.res.Stats
 	if rows, ok := ru.seek(blk, field); ok {
 		st.EntriesScanned += int64(len(rows))
-		if len(rows) == 0 {
-			return nil
-		}
-		b, err := blk.Rows(ctx, nil, rows)
-		if err != nil {
-			return err
-		}
-		defer b.Release()
-		return ru.consume(ctx, b, true)
+		return ru.consumeRows(ctx, blk, rows)
 	}
 	st.EntriesScanned += blk.NumRows()
 	if len(keys) == 0 || len(keys) == len(ru.res.Fields) {
@@ -202,6 +194,12 @@ func (ru *run) consumeBlock(ctx context.Context, blk *format.Block, field int, k
 			rows = append(rows, int64(i))
 		}
 	}
+	return ru.consumeRows(ctx, blk, rows)
+}
+
+// consumeRows takes every stored field of the given rows of a block (none:
+// nothing) and keeps their matches.
+func (ru *run) consumeRows(ctx context.Context, blk *format.Block, rows []int64) error {
 	if len(rows) == 0 {
 		return nil
 	}
