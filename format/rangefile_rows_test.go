@@ -11,18 +11,26 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-func TestRangeFileReadRows(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+// rfPagedFile writes 600 random rows of every type in row groups of 250
+// and small pages, so that a row group spans many and reading rows seeks,
+// and opens the file for reading in batches of at most 7 rows.
+func rfPagedFile(t *testing.T, mem *memory.CheckedAllocator, seed uint64) (*IndexSchema, []rfRow, *RangeFileReader) {
+	t.Helper()
 	s := rfAllTypesIndex(t)
-	rows := rfRandomRows(s, 7, 600)
-	// Small pages: a row group spans many, so reading rows seeks.
+	rows := rfRandomRows(s, seed, 600)
 	data, _ := rfWrite(t, mem, s, rows, RangeFileOptions{RowGroupRows: 250, PageSizeBytes: 256})
 	r, err := OpenRangeFile(bytes.NewReader(data), "mem://range.parquet", s, RangeFileReadOptions{Allocator: mem, BatchRows: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() })
+	return s, rows, r
+}
+
+func TestRangeFileReadRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the file's close
+	s, rows, r := rfPagedFile(t, mem, 7)
 	ids := rfStoredIDs(s)
 	ctx := compute.WithAllocator(context.Background(), mem)
 	read := func(fieldIDs []int, g int, offsets ...int64) ([]rfRow, error) {
@@ -95,15 +103,8 @@ func TestRangeFileReadRows(t *testing.T) {
 // it.
 func TestRangeFileReadMatching(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	s := rfAllTypesIndex(t)
-	rows := rfRandomRows(s, 9, 600)
-	data, _ := rfWrite(t, mem, s, rows, RangeFileOptions{RowGroupRows: 250, PageSizeBytes: 256})
-	r, err := OpenRangeFile(bytes.NewReader(data), "mem://range.parquet", s, RangeFileReadOptions{Allocator: mem, BatchRows: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	t.Cleanup(func() { mem.AssertSize(t, 0) }) // after the file's close
+	s, rows, r := rfPagedFile(t, mem, 9)
 	ctx := compute.WithAllocator(context.Background(), mem)
 	full := rfProjectedSchema(t, s, nil)
 	for g, every := range []int{3, 1, 1000} { // every third row, all, none
