@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 
@@ -157,6 +158,7 @@ type merger struct {
 	entrySchema  *arrow.Schema // ArrowSchema(EntrySchema)
 	storedPos    []int         // positions in fields of the stored fields, StoredSchema order
 	storedTypes  []iceberg.Type
+	dictFields   []int // IDs of stored string and binary fields, read as dictionaries
 	computed     []int // positions of non-materialized fields computed from stored ones
 	opaque       []int // positions of non-materialized fields that cannot be computed
 	avgEntrySize float64
@@ -210,6 +212,10 @@ func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.Tracki
 		}
 		m.storedPos = append(m.storedPos, i)
 		m.storedTypes = append(m.storedTypes, f.Type)
+		switch f.Type.(type) {
+		case iceberg.StringType, iceberg.BinaryType:
+			m.dictFields = append(m.dictFields, f.ID)
+		}
 		switch e := f.Expr.(type) {
 		case nil:
 			available[f.ID] = true
@@ -468,7 +474,8 @@ func (m *merger) mergeFile(idx int, exists bool) error {
 func (m *merger) readFile(idx int) error {
 	te := m.prev[idx]
 	m.fileName = te.FilePath
-	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{BatchRows: m.opts.ReadBatchRows, Allocator: m.opts.Allocator})
+	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{BatchRows: m.opts.ReadBatchRows, Allocator: m.opts.Allocator,
+		DictionaryFields: m.dictFields})
 	if err != nil {
 		return err
 	}
@@ -492,14 +499,22 @@ func (m *merger) readFile(idx int) error {
 // entries (ArrowSchema(EntrySchema)): stored columns in the index's current
 // types (a file written before a type promotion holds the narrower type),
 // non-materialized fields computed from them, those that cannot be
-// computed null.
+// computed null. String and binary columns stay the dictionaries the file
+// stores them as (dictFields): an entry passed on unchanged is never turned
+// into a string of its own, and the range writer copies each value once
+// into the file it writes. A column of data file paths (_file), long and
+// repeated on every row, is most of what a merge would otherwise copy.
 func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, len(m.fields))
 	defer releaseAll(cols)
+	fields := slices.Clone(m.entrySchema.Fields())
 	for i, pos := range m.storedPos {
 		col := rec.Column(i)
-		if want := m.entrySchema.Field(pos).Type; !arrow.TypeEqual(col.DataType(), want) {
+		want := m.entrySchema.Field(pos).Type
+		if dict, ok := col.DataType().(*arrow.DictionaryType); ok && arrow.TypeEqual(dict.ValueType, want) {
+			fields[pos].Type = dict
+		} else if !arrow.TypeEqual(col.DataType(), want) {
 			cast, err := compute.CastArray(m.ctx, col, compute.SafeCastOptions(want))
 			if err != nil {
 				return nil, fmt.Errorf("convert field %d from %s to %s: %w", m.fields[pos].ID, col.DataType(), want, err)
@@ -510,7 +525,8 @@ func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		col.Retain()
 		cols[pos] = col
 	}
-	stored := storedColumns{m: m, cols: cols, n: n}
+	stored := &storedColumns{m: m, cols: cols, n: n}
+	defer releaseAll(stored.dense)
 	for _, pos := range m.computed {
 		f := m.fields[pos]
 		arr, err := format.Evaluate(m.opts.Allocator, f.Expr, f.Type, stored)
@@ -522,7 +538,7 @@ func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	for _, pos := range m.opaque {
 		cols[pos] = array.MakeArrayOfNull(m.opts.Allocator, m.entrySchema.Field(pos).Type, n)
 	}
-	return array.NewRecordBatch(m.entrySchema, cols, int64(n)), nil
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
 }
 
 func releaseAll(arrs []arrow.Array) {
@@ -535,19 +551,30 @@ func releaseAll(arrs []arrow.Array) {
 
 // storedColumns lets expressions over identity fields and metadata columns
 // be evaluated on the stored columns of an entry batch being assembled.
+// Expressions see dictionary columns decoded, as plain arrays of their type.
 type storedColumns struct {
-	m    *merger
-	cols []arrow.Array // by position in fields
-	n    int
+	m     *merger
+	cols  []arrow.Array // by position in fields
+	n     int
+	dense []arrow.Array // decoded dictionary columns, released with the batch
 }
 
-func (c storedColumns) Len() int { return c.n }
+func (c *storedColumns) Len() int { return c.n }
 
-func (c storedColumns) Column(id int) (arrow.Array, error) {
+func (c *storedColumns) Column(id int) (arrow.Array, error) {
 	for _, pos := range c.m.storedPos {
 		f := c.m.fields[pos]
 		if r, isRef := f.Expr.(format.Ref); f.Kind == format.KindIdentity && f.ID == id || isRef && r.ID == id {
-			return c.cols[pos], nil
+			col := c.cols[pos]
+			if _, isDict := col.(*array.Dictionary); !isDict {
+				return col, nil
+			}
+			dense, err := denseColumn(c.m.opts.Allocator, c.m.entrySchema.Field(pos).Type, []arrow.Array{col})
+			if err != nil {
+				return nil, err
+			}
+			c.dense = append(c.dense, dense)
+			return dense, nil
 		}
 	}
 	return nil, fmt.Errorf("field %d is not stored in range files", id)
