@@ -76,7 +76,8 @@ func TestMergeInPartsMatchesOnePass(t *testing.T) {
 func TestMergeInPartsMendsSmallFileAtACut(t *testing.T) {
 	is := testIndexSchema(t)
 	x := newMergeFixture(t, is)
-	base := keyRange(0, 800)
+	base := keyRange(0, 750)
+	// File 3, smaller than file 1, puts the cut right after file 1.
 	prev := x.files(base[:200], base[200:400], base[400:600], base[600:])
 	x.opts.TargetFileSize = prev[1].FileSizeInBytes + prev[2].FileSizeInBytes
 	x.opts.MinFileSize = prev[1].FileSizeInBytes / 2
