@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -322,6 +321,7 @@ type denseBuffers struct {
 	offsets []int32
 	data    []byte
 	valid   []byte
+	values  [][]byte // scratch: the values of a dictionary
 }
 
 // join decodes parts into an array of type typ. With mem nil the array's
@@ -333,43 +333,62 @@ func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.
 	default:
 		return nil, fmt.Errorf("decode dictionary into %s: not a string or binary type", typ)
 	}
-	var rows, size, nulls int
+	rows, mayBeNull := 0, false
 	for _, p := range parts {
 		rows += p.Len()
-		for i := range p.Len() {
-			if v, ok := binaryValueAt(p, i); ok {
-				size += len(v)
-			} else {
-				nulls++
-			}
-		}
+		d, isDict := p.(*array.Dictionary)
+		mayBeNull = mayBeNull || p.NullN() > 0 || isDict && d.Dictionary().NullN() > 0
 	}
-	if size > math.MaxInt32 {
-		return nil, fmt.Errorf("decode dictionary into %s: %d bytes of values do not fit 32-bit offsets", typ, size)
-	}
-	b.offsets = slices.Grow(b.offsets[:0], rows+1)
-	b.data = slices.Grow(b.data[:0], size)
+	b.offsets = append(b.offsets[:0], 0)
+	b.data = b.data[:0]
 	b.valid = b.valid[:0]
-	if nulls > 0 {
+	if mayBeNull {
 		b.valid = append(b.valid, make([]byte, bitutil.BytesForBits(int64(rows)))...)
 	}
-	b.offsets = append(b.offsets, 0)
-	row := 0
-	for _, p := range parts {
-		for i := range p.Len() {
-			if v, ok := binaryValueAt(p, i); ok {
-				b.data = append(b.data, v...)
-				if nulls > 0 {
-					bitutil.SetBit(b.valid, row)
-				}
+	row, nulls := 0, 0
+	add := func(v []byte, ok bool) {
+		if ok {
+			b.data = append(b.data, v...)
+			if mayBeNull {
+				bitutil.SetBit(b.valid, row)
 			}
-			b.offsets = append(b.offsets, int32(len(b.data)))
-			row++
+		} else {
+			nulls++
 		}
+		b.offsets = append(b.offsets, int32(len(b.data)))
+		row++
+	}
+	for _, p := range parts {
+		d, isDict := p.(*array.Dictionary)
+		if !isDict {
+			for i := range p.Len() {
+				add(binaryValueAt(p, i))
+			}
+			continue
+		}
+		// The dictionary's values once, then a lookup per row.
+		dict := d.Dictionary()
+		b.values = b.values[:0]
+		for k := range dict.Len() {
+			v, _ := binaryValueAt(dict, k)
+			b.values = append(b.values, v)
+		}
+		for i := range d.Len() {
+			if d.IsNull(i) {
+				add(nil, false)
+				continue
+			}
+			k := d.GetValueIndex(i)
+			add(b.values[k], !dict.IsNull(k))
+		}
+	}
+	clear(b.values) // the dictionaries' buffers are the batches', not b's
+	if len(b.data) > math.MaxInt32 {
+		return nil, fmt.Errorf("decode dictionary into %s: %d bytes of values do not fit 32-bit offsets", typ, len(b.data))
 	}
 	offsets := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b.offsets))), 4*len(b.offsets))
 	buffers := []*memory.Buffer{nil, memory.NewBufferBytes(offsets), memory.NewBufferBytes(b.data)}
-	if nulls > 0 {
+	if mayBeNull {
 		buffers[0] = memory.NewBufferBytes(b.valid)
 	}
 	if mem != nil {
