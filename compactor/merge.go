@@ -96,7 +96,12 @@ type MergeResult struct {
 // A file being rewritten is read as Arrow batches. The rows between two
 // changed keys, found by binary search on the staging keys of the batch's
 // rows, go to the writer as slices of those batches: only the rows whose
-// key the delta names are turned into values and matched with it.
+// key the delta names are turned into values and matched with it. String
+// and binary columns stay dictionaries until the writer needs them.
+//
+// A delta that changes several files, and fits in ParallelDeltaBytes, is
+// cut at file boundaries into up to Parallelism parts merged at the same
+// time, each with its own runs and writer (split, mendSeams).
 //
 // Entries of rewritten files are matched with the delta as a multiset of
 // stored values: each existing entry counts once; a result below zero fails
