@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -339,8 +340,18 @@ func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.
 		d, isDict := p.(*array.Dictionary)
 		mayBeNull = mayBeNull || p.NullN() > 0 || isDict && d.Dictionary().NullN() > 0
 	}
-	b.offsets = append(b.offsets[:0], 0)
-	b.data = b.data[:0]
+	// Sized first: a writer starts with empty buffers, and growing them
+	// by appending would copy the first batches' values several times.
+	size := 0
+	for _, p := range parts {
+		for i := range p.Len() {
+			if v, ok := binaryValueAt(p, i); ok {
+				size += len(v)
+			}
+		}
+	}
+	b.offsets = append(slices.Grow(b.offsets[:0], rows+1), 0)
+	b.data = slices.Grow(b.data[:0], size)
 	b.valid = b.valid[:0]
 	if mayBeNull {
 		b.valid = append(b.valid, make([]byte, bitutil.BytesForBits(int64(rows)))...)
