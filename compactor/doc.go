@@ -9,4 +9,6 @@
 // the change and of the files it touches, not the size of the index.
 //
 // Concurrency: one compaction per index at a time; the inputs are immutable.
+// A merge rewrites parts of the index on several goroutines of its own, all
+// ended before it returns; a RangeWriter belongs to one goroutine.
 package compactor

@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -54,6 +57,14 @@ type MergeOptions struct {
 	ReadBatchRows int
 	// Logger receives one debug line per rewritten run. Default: discard.
 	Logger *slog.Logger
+	// Parallelism is the number of parts of the index rewritten at the
+	// same time when a delta changes several range files. Default:
+	// GOMAXPROCS.
+	Parallelism int
+	// ParallelDeltaBytes is the largest delta (its keys and values) that a
+	// merge holds in memory to cut it among parts; a larger one is merged
+	// in one pass. Default: 64 MiB.
+	ParallelDeltaBytes int64
 }
 
 // MergeResult is what a merge wrote and kept.
@@ -85,7 +96,12 @@ type MergeResult struct {
 // A file being rewritten is read as Arrow batches. The rows between two
 // changed keys, found by binary search on the staging keys of the batch's
 // rows, go to the writer as slices of those batches: only the rows whose
-// key the delta names are turned into values and matched with it.
+// key the delta names are turned into values and matched with it. String
+// and binary columns stay dictionaries until the writer needs them.
+//
+// A delta that changes several files, and fits in ParallelDeltaBytes, is
+// cut at file boundaries into up to Parallelism parts merged at the same
+// time, each with its own runs and writer (split, mendSeams).
 //
 // Entries of rewritten files are matched with the delta as a multiset of
 // stored values: each existing entry counts once; a result below zero fails
@@ -103,6 +119,12 @@ func Merge(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEn
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Parallelism <= 0 {
+		opts.Parallelism = runtime.GOMAXPROCS(0)
+	}
+	if opts.ParallelDeltaBytes <= 0 {
+		opts.ParallelDeltaBytes = 64 << 20
+	}
 	m, err := newMerger(ctx, is, prev, dir, opts)
 	if err != nil {
 		return nil, err
@@ -113,25 +135,279 @@ func Merge(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEn
 			return yield(mutation{key: key, value: value, count: count})
 		})
 	}))
-	m.pull = func() (mutation, bool, error) {
+	defer stop()
+	pull := func() (mutation, bool, error) {
 		mu, ok := next()
 		if !ok && deltaErr != nil {
 			return mu, false, fmt.Errorf("read delta: %w", deltaErr)
 		}
 		return mu, ok, nil
 	}
-	err = m.merge()
-	stop()
-	if err != nil {
-		if m.w != nil {
-			m.w.Abort()
-			m.written = append(m.written, m.w.Written()...)
+	var parts []*merger
+	if opts.Parallelism > 1 && len(prev) > 1 {
+		buffered, complete, err := m.bufferDelta(pull)
+		if err != nil {
+			return nil, err
 		}
-		RemoveFiles(context.WithoutCancel(ctx), opts.Store, opts.Logger, m.written)
+		if complete {
+			if parts, err = m.split(buffered); err != nil {
+				return nil, err
+			}
+		}
+		pull = replay(buffered, pull)
+	}
+	if parts == nil {
+		m.pull = pull
+		parts = []*merger{m}
+	}
+	return m.run(parts)
+}
+
+// run merges each part, at the same time when there are several, joins
+// their results in order and mends the seams between them. On error every
+// file written is deleted.
+func (m *merger) run(parts []*merger) (*MergeResult, error) {
+	errs := make([]error, len(parts))
+	if len(parts) == 1 {
+		errs[0] = parts[0].merge()
+	} else {
+		ctx, cancel := context.WithCancel(m.ctx)
+		defer cancel()
+		var wg sync.WaitGroup
+		for i, p := range parts {
+			p.ctx = ctx
+			wg.Go(func() {
+				if errs[i] = p.merge(); errs[i] != nil {
+					cancel() // the others' work is lost anyway
+				}
+			})
+		}
+		wg.Wait()
+	}
+	var written []format.TrackingEntry
+	for _, p := range parts {
+		if p.w != nil {
+			p.w.Abort()
+			p.written = append(p.written, p.w.Written()...)
+		}
+		written = append(written, p.written...)
+	}
+	res := &MergeResult{}
+	for _, p := range parts {
+		res.Inserted += p.res.Inserted
+		res.Deleted += p.res.Deleted
+	}
+	err := firstError(errs)
+	if err == nil {
+		var mended []format.TrackingEntry
+		res.Entries, mended, err = m.mendSeams(parts)
+		written = append(written, mended...)
+	}
+	if err != nil {
+		RemoveFiles(context.WithoutCancel(m.ctx), m.opts.Store, m.opts.Logger, written)
 		return nil, err
 	}
-	m.res.Written = len(m.written)
-	return &m.res, nil
+	old := make(map[string]bool, len(m.prev))
+	for _, e := range m.prev {
+		old[e.FilePath] = true
+	}
+	kept := map[string]bool{}
+	for _, e := range res.Entries {
+		kept[e.FilePath] = true
+		if old[e.FilePath] {
+			res.Reused++
+			continue
+		}
+		res.Written++
+		res.BytesWritten += e.FileSizeInBytes
+		res.EntriesRewritten += e.RecordCount
+	}
+	res.Rewritten = len(m.prev) - res.Reused
+	// Files written and then folded into others at a seam.
+	RemoveFiles(context.WithoutCancel(m.ctx), m.opts.Store, m.opts.Logger,
+		slices.DeleteFunc(written, func(e format.TrackingEntry) bool { return kept[e.FilePath] }))
+	return res, nil
+}
+
+// mendSeams joins the parts' range files in order. Where a part ends with a
+// file under MinFileSize that it wrote, the file and the one after it are
+// rewritten as one run, as a merge in one pass would have folded it into
+// its neighbour. It also returns the files the mending wrote.
+func (m *merger) mendSeams(parts []*merger) (entries, written []format.TrackingEntry, err error) {
+	entries = parts[0].res.Entries
+	for _, p := range parts[1:] {
+		next := p.res.Entries
+		if len(entries) == 0 || len(next) == 0 {
+			entries = append(entries, next...)
+			continue
+		}
+		last := entries[len(entries)-1]
+		if last.FileSizeInBytes >= m.opts.MinFileSize || slices.ContainsFunc(m.prev, func(e format.TrackingEntry) bool { return e.FilePath == last.FilePath }) {
+			entries = append(entries, next...)
+			continue
+		}
+		seam := m.part(0, 0, nil)
+		seam.prev = []format.TrackingEntry{last, next[0]}
+		err := seam.rewriteAll()
+		if seam.w != nil {
+			seam.w.Abort()
+			seam.written = append(seam.written, seam.w.Written()...)
+		}
+		written = append(written, seam.written...)
+		if err != nil {
+			return nil, written, err
+		}
+		entries = append(append(entries[:len(entries)-1], seam.res.Entries...), next[1:]...)
+	}
+	return entries, written, nil
+}
+
+// rewriteAll rewrites every file of prev as one run, with no delta.
+func (m *merger) rewriteAll() error {
+	if err := m.openRun(); err != nil {
+		return err
+	}
+	for i := range m.prev {
+		if err := m.mergeFile(i, true); err != nil {
+			return err
+		}
+	}
+	return m.closeRun(0, len(m.prev)-1)
+}
+
+// firstError returns the first failure that is not a part stopped because
+// another failed.
+func firstError(errs []error) error {
+	var cancelled error
+	for _, err := range errs {
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled) && cancelled == nil:
+			cancelled = err
+		case !errors.Is(err, context.Canceled):
+			return err
+		}
+	}
+	return cancelled
+}
+
+// bufferDelta reads the delta into memory, up to ParallelDeltaBytes of keys
+// and values, checking its order as advance does, and reports whether it
+// read all of it.
+func (m *merger) bufferDelta(pull func() (mutation, bool, error)) (buffered []mutation, complete bool, err error) {
+	var size int64
+	var last []byte
+	for size < m.opts.ParallelDeltaBytes {
+		mu, ok, err := pull()
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			return buffered, true, nil
+		}
+		if last != nil && bytes.Compare(mu.key, last) < 0 {
+			return nil, false, fmt.Errorf("merge: delta keys are out of order: %x after %x", mu.key, last)
+		}
+		if len(buffered)%4096 == 4095 {
+			if err := m.ctx.Err(); err != nil {
+				return nil, false, err
+			}
+		}
+		own := make([]byte, len(mu.key)+len(mu.value))
+		copy(own, mu.key)
+		copy(own[len(mu.key):], mu.value)
+		mu.key, mu.value = own[:len(mu.key):len(mu.key)], own[len(mu.key):]
+		last = mu.key
+		buffered = append(buffered, mu)
+		size += int64(len(own))
+	}
+	return buffered, false, nil
+}
+
+// replay pulls the buffered mutations, then the rest of the delta.
+func replay(buffered []mutation, pull func() (mutation, bool, error)) func() (mutation, bool, error) {
+	return func() (mutation, bool, error) {
+		if len(buffered) > 0 {
+			mu := buffered[0]
+			buffered = buffered[1:]
+			return mu, true, nil
+		}
+		return pull()
+	}
+}
+
+// split cuts prev, at file boundaries, into up to Parallelism parts that
+// each rewrite about the same bytes, and gives each part the mutations that
+// fall into its files; it returns nil when fewer than two files change.
+// Parts are merged at the same time: a change spread over the keys rewrites
+// the whole index at the speed of all cores, not one. A run of rewritten
+// files then ends at a cut: it does not fold a small file of the next part
+// in, nor spread its entries over that part's first file; mendSeams makes
+// up for the one case that leaves a file under MinFileSize.
+func (m *merger) split(buffered []mutation) ([]*merger, error) {
+	targets := make([]int, len(buffered))
+	weight := make([]int64, len(m.prev)) // bytes of each file to rewrite
+	target, touched := 0, 0
+	var total int64
+	for i, mu := range buffered {
+		if mu.count == 0 {
+			targets[i] = target
+			continue
+		}
+		cluster, _, err := format.DecodeKey(mu.key, m.clusterTypes)
+		if err != nil {
+			return nil, fmt.Errorf("merge: decode delta key %x: %w", mu.key, err)
+		}
+		from := target
+		target = from + sort.Search(len(m.groupMax)-from, func(i int) bool {
+			return format.CompareKeys(m.clusterTypes, cluster, m.groupMax[from+i]) <= 0
+		})
+		target = min(target, len(m.prev)-1)
+		targets[i] = target
+		if weight[target] == 0 {
+			touched++
+			weight[target] = max(m.prev[target].FileSizeInBytes, 1)
+			total += weight[target]
+		}
+	}
+	if touched < 2 {
+		return nil, nil
+	}
+	n := int64(min(m.opts.Parallelism, touched))
+	var parts []*merger
+	first, mu := 0, 0  // the first file and mutation of the part being cut
+	var sum, cut int64 // bytes to rewrite up to file i, and up to the last cut
+	for i := range m.prev {
+		sum += weight[i]
+		if i < len(m.prev)-1 {
+			// Cut where the part comes nearest its share: before the next
+			// file when taking it would overshoot more than leaving it.
+			share := total * int64(len(parts)+1)
+			last := int64(len(parts)) == n-1
+			over := sum*n >= share || (sum+weight[i+1])*n-share > share-sum*n
+			if last || sum == cut || !over {
+				continue
+			}
+		}
+		cut = sum
+		end := mu
+		for end < len(buffered) && targets[end] <= i {
+			end++
+		}
+		parts = append(parts, m.part(first, i+1, buffered[mu:end]))
+		first, mu = i+1, end
+	}
+	return parts, nil
+}
+
+// part is a merger of prev[from:to] with the given mutations, sharing m's
+// settings.
+func (m *merger) part(from, to int, muts []mutation) *merger {
+	p := &merger{ctx: m.ctx, is: m.is, opts: m.opts, dir: m.dir, codec: m.codec, prev: m.prev[from:to], groupMax: m.groupMax[from:to],
+		clusterTypes: m.clusterTypes, fields: m.fields, entrySchema: m.entrySchema, storedPos: m.storedPos, storedTypes: m.storedTypes,
+		dictFields: m.dictFields, computed: m.computed, opaque: m.opaque, avgEntrySize: m.avgEntrySize, source: -1}
+	p.pull = replay(muts, func() (mutation, bool, error) { return mutation{}, false, nil })
+	return p
 }
 
 // mutation is one record of a delta; key and value are copies owned by the
@@ -157,6 +433,7 @@ type merger struct {
 	entrySchema  *arrow.Schema // ArrowSchema(EntrySchema)
 	storedPos    []int         // positions in fields of the stored fields, StoredSchema order
 	storedTypes  []iceberg.Type
+	dictFields   []int // IDs of stored string and binary fields, read as dictionaries
 	computed     []int // positions of non-materialized fields computed from stored ones
 	opaque       []int // positions of non-materialized fields that cannot be computed
 	avgEntrySize float64
@@ -210,6 +487,10 @@ func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.Tracki
 		}
 		m.storedPos = append(m.storedPos, i)
 		m.storedTypes = append(m.storedTypes, f.Type)
+		switch f.Type.(type) {
+		case iceberg.StringType, iceberg.BinaryType:
+			m.dictFields = append(m.dictFields, f.ID)
+		}
 		switch e := f.Expr.(type) {
 		case nil:
 			available[f.ID] = true
@@ -468,7 +749,8 @@ func (m *merger) mergeFile(idx int, exists bool) error {
 func (m *merger) readFile(idx int) error {
 	te := m.prev[idx]
 	m.fileName = te.FilePath
-	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{BatchRows: m.opts.ReadBatchRows, Allocator: m.opts.Allocator})
+	r, err := m.opts.Store.OpenRange(m.ctx, &te, m.is, format.RangeFileReadOptions{BatchRows: m.opts.ReadBatchRows, Allocator: m.opts.Allocator,
+		DictionaryFields: m.dictFields})
 	if err != nil {
 		return err
 	}
@@ -492,14 +774,22 @@ func (m *merger) readFile(idx int) error {
 // entries (ArrowSchema(EntrySchema)): stored columns in the index's current
 // types (a file written before a type promotion holds the narrower type),
 // non-materialized fields computed from them, those that cannot be
-// computed null.
+// computed null. String and binary columns stay the dictionaries the file
+// stores them as (dictFields): an entry passed on unchanged is never turned
+// into a string of its own, and the range writer copies each value once
+// into the file it writes. A column of data file paths (_file), long and
+// repeated on every row, is most of what a merge would otherwise copy.
 func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	cols := make([]arrow.Array, len(m.fields))
 	defer releaseAll(cols)
+	fields := slices.Clone(m.entrySchema.Fields())
 	for i, pos := range m.storedPos {
 		col := rec.Column(i)
-		if want := m.entrySchema.Field(pos).Type; !arrow.TypeEqual(col.DataType(), want) {
+		want := m.entrySchema.Field(pos).Type
+		if dict, ok := col.DataType().(*arrow.DictionaryType); ok && arrow.TypeEqual(dict.ValueType, want) {
+			fields[pos].Type = dict
+		} else if !arrow.TypeEqual(col.DataType(), want) {
 			cast, err := compute.CastArray(m.ctx, col, compute.SafeCastOptions(want))
 			if err != nil {
 				return nil, fmt.Errorf("convert field %d from %s to %s: %w", m.fields[pos].ID, col.DataType(), want, err)
@@ -510,7 +800,8 @@ func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 		col.Retain()
 		cols[pos] = col
 	}
-	stored := storedColumns{m: m, cols: cols, n: n}
+	stored := &storedColumns{m: m, cols: cols, n: n}
+	defer releaseAll(stored.dense)
 	for _, pos := range m.computed {
 		f := m.fields[pos]
 		arr, err := format.Evaluate(m.opts.Allocator, f.Expr, f.Type, stored)
@@ -522,7 +813,7 @@ func (m *merger) entryBatch(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	for _, pos := range m.opaque {
 		cols[pos] = array.MakeArrayOfNull(m.opts.Allocator, m.entrySchema.Field(pos).Type, n)
 	}
-	return array.NewRecordBatch(m.entrySchema, cols, int64(n)), nil
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, int64(n)), nil
 }
 
 func releaseAll(arrs []arrow.Array) {
@@ -535,19 +826,30 @@ func releaseAll(arrs []arrow.Array) {
 
 // storedColumns lets expressions over identity fields and metadata columns
 // be evaluated on the stored columns of an entry batch being assembled.
+// Expressions see dictionary columns decoded, as plain arrays of their type.
 type storedColumns struct {
-	m    *merger
-	cols []arrow.Array // by position in fields
-	n    int
+	m     *merger
+	cols  []arrow.Array // by position in fields
+	n     int
+	dense []arrow.Array // decoded dictionary columns, released with the batch
 }
 
-func (c storedColumns) Len() int { return c.n }
+func (c *storedColumns) Len() int { return c.n }
 
-func (c storedColumns) Column(id int) (arrow.Array, error) {
+func (c *storedColumns) Column(id int) (arrow.Array, error) {
 	for _, pos := range c.m.storedPos {
 		f := c.m.fields[pos]
 		if r, isRef := f.Expr.(format.Ref); f.Kind == format.KindIdentity && f.ID == id || isRef && r.ID == id {
-			return c.cols[pos], nil
+			col := c.cols[pos]
+			if _, isDict := col.(*array.Dictionary); !isDict {
+				return col, nil
+			}
+			dense, err := denseColumn(c.m.opts.Allocator, c.m.entrySchema.Field(pos).Type, []arrow.Array{col})
+			if err != nil {
+				return nil, err
+			}
+			c.dense = append(c.dense, dense)
+			return dense, nil
 		}
 	}
 	return nil, fmt.Errorf("field %d is not stored in range files", id)

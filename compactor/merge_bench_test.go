@@ -18,9 +18,16 @@ import (
 
 // The merge benchmarks use a primary-key index (id; _file and _pos
 // materialized; clustered by id) of STREAMIDX_BENCH_ROWS entries (default
-// 200000) in range files of STREAMIDX_BENCH_TARGET bytes (default 16 KiB, with row groups of 8192 rows, so
-// that a small index still has many files), and change 1% of the rows by
-// upsert: a delete of the old entry and an insert at a new location.
+// 200000) whose _file values are data file paths as Iceberg writers name
+// them (long, a new one every 250,000 rows), in range files of
+// STREAMIDX_BENCH_TARGET bytes (default 16 KiB) with row groups of
+// STREAMIDX_BENCH_ROW_GROUP rows (default 8192, so that a small index still
+// has many files). They change rows by upsert (a delete of the old entry
+// and an insert at a new location): BenchmarkMergeTail and
+// BenchmarkMergeUniform one row in STREAMIDX_BENCH_EVERY (default 100).
+// The index and changes of `streamidx bench --only incremental` (1M rows)
+// are STREAMIDX_BENCH_ROWS=1000000 STREAMIDX_BENCH_TARGET=250000
+// STREAMIDX_BENCH_ROW_GROUP=131072 STREAMIDX_BENCH_EVERY=1000.
 
 func benchEnvInt(b *testing.B, name string, def int64) int64 {
 	s := os.Getenv(name)
@@ -55,8 +62,9 @@ func pkBenchSchema(b *testing.B) *format.IndexSchema {
 
 // benchEntry is row i of the generated table as written by generation gen.
 func benchEntry(i int64, gen int) format.Key {
-	const rowsPerFile = 100000
-	return format.Key{i, fmt.Sprintf("s3://warehouse/db/orders/data/gen%d-%05d.parquet", gen, i/rowsPerFile), i % rowsPerFile}
+	const rowsPerFile = 250000
+	return format.Key{i, fmt.Sprintf("s3://warehouse/bench.db/orders/data/%05d-%d-028a47ac-039f-4aea-8752-9b6c8328c6ac-00001.parquet",
+		i/rowsPerFile, gen), i % rowsPerFile}
 }
 
 type benchIndex struct {
@@ -71,7 +79,7 @@ type benchIndex struct {
 func newBenchIndex(b *testing.B) *benchIndex {
 	b.Helper()
 	x := &benchIndex{is: pkBenchSchema(b), dir: "file://" + filepath.ToSlash(b.TempDir()), rows: benchEnvInt(b, "STREAMIDX_BENCH_ROWS", 200000)}
-	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: benchEnvInt(b, "STREAMIDX_BENCH_TARGET", 16<<10), RowGroupRows: 8192}}
+	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: benchEnvInt(b, "STREAMIDX_BENCH_TARGET", 16<<10), RowGroupRows: int(benchEnvInt(b, "STREAMIDX_BENCH_ROW_GROUP", 8192))}}
 	w, err := NewRangeWriter(context.Background(), x.is, x.dir, x.opts.RangeWriterOptions)
 	if err != nil {
 		b.Fatal(err)
@@ -167,10 +175,10 @@ func containsPath(entries []format.TrackingEntry, path string) bool {
 	return false
 }
 
-// BenchmarkMergeTail changes the 1% of rows with the highest keys.
+// BenchmarkMergeTail changes the rows with the highest keys.
 func BenchmarkMergeTail(b *testing.B) {
 	x := newBenchIndex(b)
-	n := x.rows / 100
+	n := max(x.rows/benchEnvInt(b, "STREAMIDX_BENCH_EVERY", 100), 1)
 	var changed []int64
 	for i := x.rows - n; i < x.rows; i++ {
 		changed = append(changed, i)
@@ -178,11 +186,12 @@ func BenchmarkMergeTail(b *testing.B) {
 	x.run(b, x.upserts(b, changed))
 }
 
-// BenchmarkMergeUniform changes every hundredth row.
+// BenchmarkMergeUniform changes rows spread evenly over the keys.
 func BenchmarkMergeUniform(b *testing.B) {
 	x := newBenchIndex(b)
+	every := benchEnvInt(b, "STREAMIDX_BENCH_EVERY", 100)
 	var changed []int64
-	for i := int64(50); i < x.rows; i += 100 {
+	for i := every / 2; i < x.rows; i += every {
 		changed = append(changed, i)
 	}
 	x.run(b, x.upserts(b, changed))

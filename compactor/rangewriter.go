@@ -3,9 +3,13 @@ package compactor
 import (
 	"context"
 	"fmt"
+	"math"
+	"slices"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/google/uuid"
 
@@ -92,6 +96,8 @@ type RangeWriter struct {
 	// for every few rows.
 	chunks    []arrow.RecordBatch
 	chunkRows int
+	// dense decodes, by column, the dictionaries of the queued chunks.
+	dense []denseBuffers
 
 	// remaining, when set, estimates the entries still to come after those
 	// given so far; it lets the writer avoid leaving a small last file.
@@ -122,7 +128,7 @@ func NewRangeWriter(ctx context.Context, s *format.IndexSchema, dir string, opts
 	if err != nil {
 		return nil, err
 	}
-	w := &RangeWriter{ctx: ctx, schema: s, dir: dir, opts: opts, arrowSchema: as}
+	w := &RangeWriter{ctx: ctx, schema: s, dir: dir, opts: opts, arrowSchema: as, dense: make([]denseBuffers, as.NumFields())}
 	pos := map[int]int{}
 	for i, f := range s.Fields() {
 		pos[f.ID] = i
@@ -163,8 +169,9 @@ func (w *RangeWriter) Add(entry format.Key) error {
 func (w *RangeWriter) queued() int { return w.pending + w.chunkRows }
 
 // AddRows appends rows [from, to) of rec, a batch of entries with the
-// columns of ArrowSchema(EntrySchema) in EntrySchema order, after the
-// entries given before. The rows go to the Parquet writer as slices of rec,
+// columns of ArrowSchema(EntrySchema) in EntrySchema order (a string or
+// binary column may be a dictionary of its type), after the entries given
+// before. The rows go to the Parquet writer as slices of rec,
 // gathered with what comes before and after them up to BatchRows entries;
 // the writer holds a reference to rec until then.
 func (w *RangeWriter) AddRows(rec arrow.RecordBatch, from, to int) error {
@@ -259,10 +266,13 @@ func (w *RangeWriter) dropChunks() {
 	w.chunks, w.chunkRows = w.chunks[:0], 0
 }
 
-// queuedBatch joins the queued chunks into one batch (the caller releases
-// it).
+// queuedBatch joins the queued chunks into one batch of the entry schema
+// (the caller releases it): string and binary columns given as
+// dictionaries are decoded here, each value copied once into the joined
+// column, in buffers the writer reuses (the batch is good until the next
+// call).
 func (w *RangeWriter) queuedBatch() (arrow.RecordBatch, error) {
-	if len(w.chunks) == 1 {
+	if len(w.chunks) == 1 && w.chunks[0].Schema().Equal(w.arrowSchema) {
 		w.chunks[0].Retain()
 		return w.chunks[0], nil
 	}
@@ -270,16 +280,161 @@ func (w *RangeWriter) queuedBatch() (arrow.RecordBatch, error) {
 	defer releaseAll(cols)
 	parts := make([]arrow.Array, len(w.chunks))
 	for i := range cols {
+		dict := false
 		for j, c := range w.chunks {
 			parts[j] = c.Column(i)
+			_, isDict := parts[j].(*array.Dictionary)
+			dict = dict || isDict
 		}
-		col, err := array.Concatenate(parts, w.opts.Allocator)
+		var col arrow.Array
+		var err error
+		switch {
+		case dict:
+			col, err = w.dense[i].join(w.arrowSchema.Field(i).Type, parts, nil)
+		case len(parts) == 1:
+			col = parts[0]
+			col.Retain()
+		default:
+			col, err = array.Concatenate(parts, w.opts.Allocator)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("join range file entries of field %d: %w", w.schema.Fields()[i].ID, err)
 		}
 		cols[i] = col
 	}
 	return array.NewRecordBatch(w.arrowSchema, cols, int64(w.chunkRows)), nil
+}
+
+// denseColumn joins parts, string or binary arrays of type typ or
+// dictionaries of it, into one plain array of type typ, sized before the
+// values are copied.
+func denseColumn(mem memory.Allocator, typ arrow.DataType, parts []arrow.Array) (arrow.Array, error) {
+	var scratch denseBuffers
+	return scratch.join(typ, parts, mem)
+}
+
+// denseBuffers hold the offsets and values of a decoded column. A range
+// writer keeps them from one batch to the next: the Parquet writer copies
+// what it keeps of a batch (encoded pages, dictionary entries, statistics)
+// before Write returns, and decoding a column of long paths into fresh
+// buffers on every batch costs more in allocation than in copying.
+type denseBuffers struct {
+	offsets []int32
+	data    []byte
+	valid   []byte
+	values  [][]byte // scratch: the values of a dictionary
+}
+
+// join decodes parts into an array of type typ. With mem nil the array's
+// buffers are b's own, valid until the next join; otherwise they are
+// allocated from mem.
+func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
+	switch typ.ID() {
+	case arrow.STRING, arrow.BINARY:
+	default:
+		return nil, fmt.Errorf("decode dictionary into %s: not a string or binary type", typ)
+	}
+	rows, mayBeNull := 0, false
+	for _, p := range parts {
+		rows += p.Len()
+		d, isDict := p.(*array.Dictionary)
+		mayBeNull = mayBeNull || p.NullN() > 0 || isDict && d.Dictionary().NullN() > 0
+	}
+	// Sized first: a writer starts with empty buffers, and growing them
+	// by appending would copy the first batches' values several times.
+	size := 0
+	for _, p := range parts {
+		for i := range p.Len() {
+			if v, ok := binaryValueAt(p, i); ok {
+				size += len(v)
+			}
+		}
+	}
+	b.offsets = append(slices.Grow(b.offsets[:0], rows+1), 0)
+	b.data = slices.Grow(b.data[:0], size)
+	b.valid = b.valid[:0]
+	if mayBeNull {
+		b.valid = append(b.valid, make([]byte, bitutil.BytesForBits(int64(rows)))...)
+	}
+	row, nulls := 0, 0
+	add := func(v []byte, ok bool) {
+		if ok {
+			b.data = append(b.data, v...)
+			if mayBeNull {
+				bitutil.SetBit(b.valid, row)
+			}
+		} else {
+			nulls++
+		}
+		b.offsets = append(b.offsets, int32(len(b.data)))
+		row++
+	}
+	for _, p := range parts {
+		d, isDict := p.(*array.Dictionary)
+		if !isDict {
+			for i := range p.Len() {
+				add(binaryValueAt(p, i))
+			}
+			continue
+		}
+		// The dictionary's values once, then a lookup per row.
+		dict := d.Dictionary()
+		b.values = b.values[:0]
+		for k := range dict.Len() {
+			v, _ := binaryValueAt(dict, k)
+			b.values = append(b.values, v)
+		}
+		for i := range d.Len() {
+			if d.IsNull(i) {
+				add(nil, false)
+				continue
+			}
+			k := d.GetValueIndex(i)
+			add(b.values[k], !dict.IsNull(k))
+		}
+	}
+	clear(b.values) // the dictionaries' buffers are the batches', not b's
+	if len(b.data) > math.MaxInt32 {
+		return nil, fmt.Errorf("decode dictionary into %s: %d bytes of values do not fit 32-bit offsets", typ, len(b.data))
+	}
+	offsets := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b.offsets))), 4*len(b.offsets))
+	buffers := []*memory.Buffer{nil, memory.NewBufferBytes(offsets), memory.NewBufferBytes(b.data)}
+	if mayBeNull {
+		buffers[0] = memory.NewBufferBytes(b.valid)
+	}
+	if mem != nil {
+		for i, buf := range buffers {
+			if buf != nil {
+				owned := memory.NewResizableBuffer(mem)
+				owned.Resize(buf.Len())
+				copy(owned.Bytes(), buf.Bytes())
+				buffers[i] = owned
+				defer owned.Release()
+			}
+		}
+	}
+	data := array.NewData(typ, rows, buffers, nil, nulls, 0)
+	defer data.Release()
+	return array.MakeFromData(data), nil
+}
+
+// binaryValueAt returns the bytes of row i of a string or binary array, or
+// of a dictionary of one, and false for a null.
+func binaryValueAt(a arrow.Array, i int) ([]byte, bool) {
+	if a.IsNull(i) {
+		return nil, false
+	}
+	if d, ok := a.(*array.Dictionary); ok {
+		return binaryValueAt(d.Dictionary(), d.GetValueIndex(i))
+	}
+	switch a := a.(type) {
+	case *array.String:
+		s := a.Value(i)
+		return unsafe.Slice(unsafe.StringData(s), len(s)), true
+	case *array.Binary:
+		return a.Value(i), true
+	}
+	panic(fmt.Sprintf("compactor: %s is not a string or binary array", a.DataType()))
 }
 
 // shouldClose decides, before the next entries (of which the caller holds

@@ -196,6 +196,32 @@ func TestRangeFileReaderMatchesColumnsByFieldID(t *testing.T) {
 	stored := rfStoredIDs(s)
 	rfCheckRows(t, s, stored, rfReadRows(t, r, s, nil, nil), rows)
 
+	// Its string and binary columns asked for as dictionaries read the
+	// same values: binary as a dictionary, the large_string column (which
+	// arrow-go decodes plain) as plain strings.
+	dr, err := OpenRangeFile(bytes.NewReader(data), "mem://range.parquet", s, RangeFileReadOptions{Allocator: mem, BatchRows: 100,
+		DictionaryFields: []int{15, 18}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dr.Close()
+	var dictRows []rfRow
+	err = dr.Read(context.Background(), nil, nil, func(rec arrow.RecordBatch) error {
+		for c, f := range rec.Schema().Fields() {
+			id, _ := arrowFieldID(f)
+			_, isDict := rec.Column(c).(*array.Dictionary)
+			if id == 18 && !isDict || id == 15 && !isDict && rec.Column(c).DataType().ID() != arrow.STRING {
+				return fmt.Errorf("field %d read as %s", id, rec.Column(c).DataType())
+			}
+		}
+		dictRows = append(dictRows, rfRowsOf(s, rec)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfCheckRows(t, s, stored, dictRows, rows)
+
 	// Statistics come from that writer's Parquet statistics, converted.
 	_, stats := r.RowGroupStats(0)
 	want := rfExpectedStats(s, rows)
