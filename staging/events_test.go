@@ -143,3 +143,43 @@ func TestEventBatchFull(t *testing.T) {
 		t.Errorf("range %v (%v), want [0, %d)", r[tp], err, off)
 	}
 }
+
+// BenchmarkEventBatch stages change-event mutations the way the daemon's
+// change feed does with large fetches: events of two partitions, each an
+// entry of a secondary index, committed with their ranges once the batch
+// is full.
+func BenchmarkEventBatch(b *testing.B) {
+	s, err := OpenStore(b.TempDir(), StoreOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const index = "bench.orders/by_customer_events"
+	tps := [2]TopicPartition{{"orders-cdc", 0}, {"orders-cdc", 1}}
+	key := make([]byte, 0, 32)
+	batch := s.NewEventBatch()
+	defer batch.Close()
+	b.ReportAllocs()
+	offset := int64(0)
+	for i := 0; b.Loop(); i++ {
+		tp := tps[i%2]
+		key = fmt.Appendf(key[:0], "\x00\x00\x00\x07%08d%08d", i%100_000, i)
+		if err := batch.Add(index, tp, offset, 0, key, []byte("\x00\x00\x00\x00\x00\x01\x02\x03"), 1); err != nil {
+			b.Fatal(err)
+		}
+		if i%2 == 1 {
+			offset++
+		}
+		if batch.Full() {
+			for _, tp := range tps {
+				if err := batch.SetRange(index, tp, EventRange{0, offset}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := batch.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mutations/s")
+}
