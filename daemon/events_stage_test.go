@@ -21,9 +21,8 @@ import (
 )
 
 // TestChangeFeedStagesEveryEventOnce: tens of thousands of Debezium events
-// on two partitions, more than one batch holds (so batches are committed
-// mid-fetch while the stager fills the next), with tombstones among them,
-// are staged once each: every partition's staged range ends after its last
+// on two partitions, many fetches and batches (one committed while the
+// stager fills the next), with tombstones among them, are staged once each: every partition's staged range ends after its last
 // record, its staged mutations are one per event with no key twice, and
 // the feed counts exactly the events.
 func TestChangeFeedStagesEveryEventOnce(t *testing.T) {
