@@ -152,10 +152,23 @@ func (b *EventBatch) SetRange(index string, tp TopicPartition, r EventRange) err
 // Len is the number of mutations added.
 func (b *EventBatch) Len() int { return b.events }
 
+// memtableEntryOverhead is what Pebble charges a memtable for each entry
+// beyond its key and value: a skiplist node with a full tower of links
+// (about 190 bytes) and the key's trailer. Pebble sizes a batch by these
+// charges, not by its bytes, when it decides that a batch is too large for
+// the memtable.
+const memtableEntryOverhead = 200
+
 // Full reports that the batch has grown as large as it should: a quarter of
-// a memtable, so that it keeps its buffer and goes into the memtable like
-// any write. A caller commits it at the next point its ranges can stand.
-func (b *EventBatch) Full() bool { return uint64(b.b.Len()) >= b.s.opts.MemTableSize/4 }
+// a memtable, counted as Pebble counts it (entries of change events are
+// small, so the nodes of the memtable's skiplist weigh more than the events
+// themselves). A batch of half a memtable or more would go to Pebble as a
+// memtable of its own, flushed early and its buffer dropped; below that it
+// goes into the memtable like any write and keeps its buffer for the next.
+// A caller commits it at the next point its ranges can stand.
+func (b *EventBatch) Full() bool {
+	return uint64(b.b.Len())+uint64(b.b.Count())*memtableEntryOverhead >= b.s.opts.MemTableSize/4
+}
 
 // Commit writes the batch without waiting for the disk: the events and the
 // ranges reach the disk together or not at all, and a seal that follows

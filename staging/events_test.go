@@ -104,7 +104,7 @@ func TestEventStaging(t *testing.T) {
 }
 
 // TestEventBatchFull: a batch says it is full once it holds a quarter of a
-// memtable, and committed it is empty again and keeps serving: every event
+// memtable as Pebble counts it, and committed it is empty again and keeps serving: every event
 // of the batches written reads back, and the range committed last stands.
 func TestEventBatchFull(t *testing.T) {
 	dir := t.TempDir()
@@ -124,8 +124,9 @@ func TestEventBatchFull(t *testing.T) {
 			}
 			off++
 		}
-		// An event takes its value and some 40 bytes of key and framing.
-		if n := b.Len(); n*len(value) > (1<<20)/4 || n*(len(value)+100) < (1<<20)/4 {
+		// An event takes its value, some 40 bytes of key and framing, and
+		// the memtable's node for it (memtableEntryOverhead).
+		if n := b.Len(); n*(len(value)+memtableEntryOverhead) > (1<<20)/4 || n*(len(value)+memtableEntryOverhead+100) < (1<<20)/4 {
 			t.Fatalf("full after %d events of %d bytes, want a quarter of the memtable", n, len(value))
 		}
 		if err := b.SetRange("t/pk", tp, EventRange{0, off}); err != nil {
@@ -142,4 +143,80 @@ func TestEventBatchFull(t *testing.T) {
 	if r, err := s.EventRanges("t/pk"); err != nil || r[tp] != (EventRange{0, off}) {
 		t.Errorf("range %v (%v), want [0, %d)", r[tp], err, off)
 	}
+}
+
+// TestFullEventBatchKeepsItsBuffer: a batch of small change-event entries
+// (the common case: a key and a location of a few dozen bytes) filled until
+// it says it is full is committed into the memtable like any write, so the
+// batch keeps its buffer for the next fill instead of growing a new one;
+// Pebble would take a batch of half a memtable or more, counted with the
+// memtable's per-entry overhead, as a memtable of its own and drop its
+// buffer. What the batches held reads back.
+func TestFullEventBatchKeepsItsBuffer(t *testing.T) {
+	s := openTestStore(t, t.TempDir(), StoreOptions{MemTableSize: 4 << 20})
+	tp := TopicPartition{"cdc", 0}
+	b := s.NewEventBatch()
+	defer b.Close()
+	off := int64(0)
+	for range 3 {
+		for !b.Full() {
+			if err := b.Add("db.orders/by_customer", tp, off, 0, fmt.Appendf(nil, "\x00\x00\x00\x07%016d", off), []byte("\x00\x00\x01\x02\x03"), 1); err != nil {
+				t.Fatal(err)
+			}
+			off++
+		}
+		held := len(b.b.Repr())
+		if err := b.SetRange("db.orders/by_customer", tp, EventRange{0, off}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if c := cap(b.b.Repr()); c < held {
+			t.Fatalf("after committing a full batch of %d bytes its buffer holds %d: the batch went to Pebble as a memtable of its own", held, c)
+		}
+	}
+	if got := eventsOf(t, s, "db.orders/by_customer", tp, 0, off); int64(len(got)) != off {
+		t.Fatalf("%d events read back, want %d", len(got), off)
+	}
+}
+
+// BenchmarkEventBatch stages change-event mutations the way the daemon's
+// change feed does with large fetches: events of two partitions, each an
+// entry of a secondary index, committed with their ranges once the batch
+// is full.
+func BenchmarkEventBatch(b *testing.B) {
+	s, err := OpenStore(b.TempDir(), StoreOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const index = "bench.orders/by_customer_events"
+	tps := [2]TopicPartition{{"orders-cdc", 0}, {"orders-cdc", 1}}
+	key := make([]byte, 0, 32)
+	batch := s.NewEventBatch()
+	defer batch.Close()
+	b.ReportAllocs()
+	offset := int64(0)
+	for i := 0; b.Loop(); i++ {
+		tp := tps[i%2]
+		key = fmt.Appendf(key[:0], "\x00\x00\x00\x07%08d%08d", i%100_000, i)
+		if err := batch.Add(index, tp, offset, 0, key, []byte("\x00\x00\x00\x00\x00\x01\x02\x03"), 1); err != nil {
+			b.Fatal(err)
+		}
+		if i%2 == 1 {
+			offset++
+		}
+		if batch.Full() {
+			for _, tp := range tps {
+				if err := batch.SetRange(index, tp, EventRange{0, offset}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := batch.Commit(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "mutations/s")
 }
