@@ -2,13 +2,21 @@ package compactor
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/extsort"
@@ -24,6 +32,9 @@ type BuildOptions struct {
 	MemoryBudget int64
 	// SpillDir holds the spilled sort. Default: the OS temp dir.
 	SpillDir string
+	// Workers is how many data files are read, and their entries sorted,
+	// at once. Default: GOMAXPROCS.
+	Workers int
 	// Logger receives progress at debug level. Default: discard.
 	Logger *slog.Logger
 	// Progress, when set, is called about once a second and at each phase
@@ -53,9 +64,20 @@ type BuildResult struct {
 // FullBuild indexes every live row of snapshot snap and writes the range
 // files under dir. It does not commit: the caller publishes the entries.
 // On error, files it finished are deleted.
+//
+// Data files are read by opts.Workers goroutines at once, each turning its
+// rows into sort records in a sorter of its own; the sorters are merged into
+// the range writer. A record carries the rank of its data file among the
+// snapshot's data file paths instead of the path: the path is most of an
+// entry's bytes, and ranks order as the paths do, so the records sort as
+// the entries would while the sort holds several times more of them in
+// memory.
 func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *format.Metadata, dir string, opts BuildOptions) (*BuildResult, error) {
 	if opts.MemoryBudget <= 0 {
 		opts.MemoryBudget = 512 << 20
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -66,11 +88,23 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	if err != nil {
 		return nil, fmt.Errorf("resolve index against table schema: %w", err)
 	}
-	codec := format.NewEntryCodec(is)
+	columns, err := tablescan.TopLevelColumns(schema, is.SourceFieldIDs())
+	if err != nil {
+		return nil, err
+	}
+	plan, err := tablescan.NewPlan(ctx, tbl, snap, tablescan.Options{Columns: columns, Allocator: opts.Allocator})
+	if err != nil {
+		return nil, fmt.Errorf("plan the scan of the table snapshot: %w", err)
+	}
+	enc := newRecordCodec(is, schema, plan)
+	workers := max(1, min(opts.Workers, len(plan.Files)))
 	// Half the budget holds records; the rest is Arrow batches, Parquet row
 	// groups and the garbage collector's headroom.
-	sorter := extsort.NewSorter(opts.SpillDir, opts.MemoryBudget/2, opts.Logger)
-	defer sorter.Close()
+	sorters := make([]*extsort.Sorter, workers)
+	for i := range sorters {
+		sorters[i] = extsort.NewSorter(opts.SpillDir, opts.MemoryBudget/2/int64(workers), opts.Logger)
+		defer sorters[i].Close()
+	}
 
 	prog := BuildProgress{Phase: "scan"}
 	if snap != nil {
@@ -87,42 +121,54 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	}
 	report(true)
 
-	var key, val []byte
-	var row format.Key
-	columns, err := tablescan.TopLevelColumns(schema, is.SourceFieldIDs())
-	if err != nil {
-		return nil, err
-	}
-	scanStats, err := tablescan.Scan(ctx, tbl, snap, tablescan.Options{Columns: columns, Allocator: opts.Allocator},
-		func(src arrow.RecordBatch) error {
-			entries, err := format.Entries(opts.Allocator, is, format.RecordColumns(src, schema))
-			if err != nil {
-				return err
-			}
-			defer entries.Release()
-			for i := 0; i < int(entries.NumRows()); i++ {
-				row = codec.Row(row, entries, i)
-				// The full staging key, not the clustering key alone: entries
-				// of one clustering key are written in identity order, which
-				// incremental merges rely on.
-				if key, err = codec.AppendKey(key[:0], row); err != nil {
-					return err
+	var next, scanned atomic.Int64
+	stats := make([]tablescan.Stats, workers)
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		g.Go(func() error {
+			var rb recordBuilder
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(plan.Files) {
+					return nil
 				}
-				if val, err = codec.AppendValue(val[:0], row); err != nil {
+				st, err := plan.ScanFile(gctx, i, func(src arrow.RecordBatch) error {
+					n, err := rb.add(enc, opts.Allocator, src, i, sorters[w])
+					scanned.Add(n)
 					return err
-				}
-				if err := sorter.Add(key, val); err != nil {
+				})
+				stats[w].Add(st)
+				if err != nil {
 					return err
 				}
 			}
-			prog.RowsScanned += entries.NumRows()
-			report(false)
-			return ctx.Err()
 		})
+	}
+	scanDone := make(chan error, 1)
+	go func() { scanDone <- g.Wait() }()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-tick.C:
+			prog.RowsScanned = scanned.Load()
+			report(false)
+		case err = <-scanDone:
+			break wait
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("scan table snapshot: %w", err)
 	}
-	opts.Logger.Debug("build scanned", "rows", scanStats.RowsLive, "data_files", scanStats.DataFiles, "spilled", sorter.Spilled())
+	scanStats := tablescan.Stats{DeleteFiles: plan.DeleteFiles()}
+	spilled := false
+	for w := range workers {
+		scanStats.Add(stats[w])
+		spilled = spilled || sorters[w].Spilled()
+	}
+	prog.RowsScanned = scanStats.RowsLive
+	opts.Logger.Debug("build scanned", "rows", scanStats.RowsLive, "data_files", scanStats.DataFiles, "workers", workers, "spilled", spilled)
 
 	prog.Phase = "write"
 	report(true)
@@ -132,10 +178,13 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	}
 	// The build knows how many entries follow, so no file but the only one
 	// ends up small.
-	total := sorter.Len()
+	var total int64
+	for _, s := range sorters {
+		total += s.Len()
+	}
 	w.remaining = func() int64 { return total - prog.RowsWritten - 1 }
-	err = sorter.Iterate(func(_, v []byte) error {
-		entry, err := codec.DecodeValue(v)
+	err = extsort.Merge(sorters, func(_, v []byte) error {
+		entry, err := enc.decode(v)
 		if err != nil {
 			return err
 		}
@@ -162,5 +211,105 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	}
 	prog.Phase, prog.FilesWritten, prog.BytesWritten = "done", len(entries), w.BytesWritten()
 	report(true)
-	return &BuildResult{Entries: entries, Rows: prog.RowsWritten, Bytes: w.BytesWritten(), Spilled: sorter.Spilled(), Scan: scanStats}, nil
+	return &BuildResult{Entries: entries, Rows: prog.RowsWritten, Bytes: w.BytesWritten(), Spilled: spilled, Scan: scanStats}, nil
+}
+
+// recordCodec turns entries into sort records and back: the staging key
+// (the full key, not the clustering key alone: entries of one clustering
+// key are written in identity order, which incremental merges rely on) and
+// the entry's values, with the rank of the data file standing in for its
+// path in the fields that hold the path itself.
+type recordCodec struct {
+	is     *format.IndexSchema
+	schema *iceberg.Schema // the source schema the scan's columns are matched with
+	codec  *format.EntryCodec
+	// filePos are the entry positions of the fields that are _file.
+	filePos []int
+	// ranks[i] is the rank of the path of plan file i, as the string that
+	// stands in for it; paths[r] is the path of rank r.
+	ranks []any
+	paths []any
+}
+
+// rankBytes is the length of a rank: big-endian, so ranks order as numbers.
+const rankBytes = 4
+
+func newRecordCodec(is *format.IndexSchema, schema *iceberg.Schema, plan *tablescan.Plan) *recordCodec {
+	c := &recordCodec{is: is, schema: schema, codec: format.NewEntryCodec(is)}
+	for i, f := range is.Fields() {
+		if r, ok := f.Expr.(format.Ref); ok && f.Kind == format.KindMaterialized && r.ID == format.FieldIDFile {
+			c.filePos = append(c.filePos, i)
+		}
+	}
+	byPath := make([]int, len(plan.Files))
+	for i := range byPath {
+		byPath[i] = i
+	}
+	slices.SortFunc(byPath, func(a, b int) int { return strings.Compare(plan.Files[a].File.FilePath(), plan.Files[b].File.FilePath()) })
+	c.ranks = make([]any, len(plan.Files))
+	rank := -1
+	for j, i := range byPath {
+		path := plan.Files[i].File.FilePath()
+		// A path listed twice (which a valid snapshot never does) keeps one
+		// rank, so its rows still order by position.
+		if j == 0 || path != plan.Files[byPath[j-1]].File.FilePath() {
+			rank++
+			c.paths = append(c.paths, path)
+		}
+		c.ranks[i] = string(binary.BigEndian.AppendUint32(nil, uint32(rank)))
+	}
+	return c
+}
+
+// decode returns the entry of a record's value, with its data file's path.
+func (c *recordCodec) decode(v []byte) (format.Key, error) {
+	entry, err := c.codec.DecodeValue(v)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range c.filePos {
+		s, _ := entry[p].(string)
+		if len(s) != rankBytes {
+			return nil, fmt.Errorf("decode sort record: file rank of %d bytes", len(s))
+		}
+		r := int(binary.BigEndian.Uint32([]byte(s)))
+		if r >= len(c.paths) {
+			return nil, fmt.Errorf("decode sort record: file rank %d of %d files", r, len(c.paths))
+		}
+		entry[p] = c.paths[r]
+	}
+	return entry, nil
+}
+
+// recordBuilder holds the buffers of one goroutine's records.
+type recordBuilder struct {
+	row      format.Key
+	key, val []byte
+}
+
+// add puts the entries of src, rows of plan file file, into sorter and
+// returns how many it added.
+func (b *recordBuilder) add(c *recordCodec, mem memory.Allocator, src arrow.RecordBatch, file int, sorter *extsort.Sorter) (int64, error) {
+	entries, err := format.Entries(mem, c.is, format.RecordColumns(src, c.schema))
+	if err != nil {
+		return 0, err
+	}
+	defer entries.Release()
+	rank := c.ranks[file]
+	for i := 0; i < int(entries.NumRows()); i++ {
+		b.row = c.codec.Row(b.row, entries, i)
+		for _, p := range c.filePos {
+			b.row[p] = rank
+		}
+		if b.key, err = c.codec.AppendKey(b.key[:0], b.row); err != nil {
+			return 0, err
+		}
+		if b.val, err = c.codec.AppendValue(b.val[:0], b.row); err != nil {
+			return 0, err
+		}
+		if err := sorter.Add(b.key, b.val); err != nil {
+			return 0, err
+		}
+	}
+	return entries.NumRows(), nil
 }

@@ -2,7 +2,8 @@
 // external merge sort with S2-compressed runs on disk: the full build sorts
 // index entries with it, and verify sorts the expected and actual entries.
 //
-// Concurrency: a Sorter belongs to one goroutine.
+// Concurrency: a Sorter belongs to one goroutine; Merge merges the sorters
+// that several goroutines filled.
 package extsort
 
 import (
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -165,9 +167,23 @@ func (s *Sorter) spill() error {
 // Iterate calls fn with every record in key order. The slices are valid only
 // during the call. Iterate may be called once, after the last Add.
 func (s *Sorter) Iterate(fn func(key, value []byte) error) error {
-	s.sortMem()
-	if len(s.runs) == 0 {
-		for _, r := range s.recs {
+	return Merge([]*Sorter{s}, fn)
+}
+
+// Merge calls fn with the records of all sorters in key order, as Iterate
+// does for one: goroutines that each filled a sorter of their own sort in
+// parallel and merge once. Records with equal keys come in the order of
+// sorters, then in the order added. The records each sorter still holds in
+// memory are sorted in parallel. Merge may be called once, after the last
+// Add to any of the sorters, and belongs to one goroutine.
+func Merge(sorters []*Sorter, fn func(key, value []byte) error) error {
+	var wg sync.WaitGroup
+	for _, s := range sorters {
+		wg.Go(s.sortMem)
+	}
+	wg.Wait()
+	if len(sorters) == 1 && len(sorters[0].runs) == 0 {
+		for _, r := range sorters[0].recs {
 			if err := fn(r.key, r.value); err != nil {
 				return err
 			}
@@ -175,20 +191,25 @@ func (s *Sorter) Iterate(fn func(key, value []byte) error) error {
 		return nil
 	}
 	h := &mergeHeap{}
-	for i, path := range s.runs {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open sort run: %w", err)
+	order := 0
+	for _, s := range sorters {
+		for _, path := range s.runs {
+			f, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("open sort run: %w", err)
+			}
+			defer f.Close()
+			src := &runSource{r: bufio.NewReaderSize(s2.NewReader(f), 1<<20), order: order, path: path}
+			order++
+			if err := h.push(src); err != nil {
+				return err
+			}
 		}
-		defer f.Close()
-		src := &runSource{r: bufio.NewReaderSize(s2.NewReader(f), 1<<20), order: i, path: path}
-		if err := h.push(src); err != nil {
-			return err
-		}
-	}
-	if len(s.recs) > 0 {
-		if err := h.push(&runSource{mem: s.recs, order: len(s.runs)}); err != nil {
-			return err
+		if len(s.recs) > 0 {
+			if err := h.push(&runSource{mem: s.recs, order: order}); err != nil {
+				return err
+			}
+			order++
 		}
 	}
 	for h.Len() > 0 {
