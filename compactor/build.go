@@ -245,7 +245,9 @@ func newRecordCodec(is *format.IndexSchema, schema *iceberg.Schema, plan *tables
 	for i := range byPath {
 		byPath[i] = i
 	}
-	slices.SortFunc(byPath, func(a, b int) int { return strings.Compare(plan.Files[a].File.FilePath(), plan.Files[b].File.FilePath()) })
+	slices.SortFunc(byPath, func(a, b int) int {
+		return strings.Compare(plan.Files[a].File.FilePath(), plan.Files[b].File.FilePath())
+	})
 	c.ranks = make([]any, len(plan.Files))
 	rank := -1
 	for j, i := range byPath {
