@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -176,30 +177,11 @@ wait:
 	if err != nil {
 		return nil, err
 	}
-	// The build knows how many entries follow, so no file but the only one
-	// ends up small.
-	var total int64
-	for _, s := range sorters {
-		total += s.Len()
-	}
-	w.remaining = func() int64 { return total - prog.RowsWritten - 1 }
-	err = extsort.Merge(sorters, func(_, v []byte) error {
-		entry, err := enc.decode(v)
-		if err != nil {
-			return err
-		}
-		if err := w.Add(entry); err != nil {
-			return err
-		}
-		prog.RowsWritten++
-		if prog.RowsWritten%8192 == 0 {
-			prog.FilesWritten, prog.BytesWritten = len(w.Written()), w.BytesWritten()
-			report(false)
-			return ctx.Err()
-		}
-		return nil
-	})
-	if err != nil {
+	if err := writeSorted(ctx, w, enc, sorters, opts, func(rows int64) {
+		prog.RowsWritten = rows
+		prog.FilesWritten, prog.BytesWritten = len(w.Written()), w.BytesWritten()
+		report(false)
+	}); err != nil {
 		w.Abort()
 		RemoveFiles(ctx, opts.Store, opts.Logger, w.Written())
 		return nil, err
@@ -213,6 +195,142 @@ wait:
 	report(true)
 	return &BuildResult{Entries: entries, Rows: prog.RowsWritten, Bytes: w.BytesWritten(), Spilled: spilled, Scan: scanStats}, nil
 }
+
+// writeSorted merges the sorters into w. One goroutine merges the records
+// and gathers their entries into Arrow batches while the calling one hands
+// the batches to the range writer, which encodes them as Parquet: the two
+// halves of the write phase cost about the same. written is called after
+// each batch with the entries written so far.
+func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters []*extsort.Sorter, opts BuildOptions, written func(int64)) error {
+	var total int64
+	for _, s := range sorters {
+		total += s.Len()
+	}
+	// The build knows how many entries follow, so no file but the only one
+	// ends up small.
+	var handed int64
+	w.remaining = func() int64 { return total - handed }
+
+	mergeCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan arrow.RecordBatch, 2)
+	merged := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		b := newEntryBatcher(enc, w.arrowSchema, opts.Allocator)
+		defer b.release()
+		send := func() error {
+			rec, err := b.batch()
+			if err != nil {
+				return err
+			}
+			select {
+			case batches <- rec:
+				return nil
+			case <-mergeCtx.Done():
+				rec.Release()
+				return mergeCtx.Err()
+			}
+		}
+		err := extsort.Merge(sorters, func(_, v []byte) error {
+			if err := b.add(v); err != nil {
+				return err
+			}
+			if b.rows == opts.BatchRows {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && b.rows > 0 {
+			err = send()
+		}
+		merged <- err
+	}()
+	var err error
+	for rec := range batches {
+		if err == nil {
+			handed += rec.NumRows()
+			if err = w.AddRows(rec, 0, int(rec.NumRows())); err == nil {
+				written(handed)
+				err = ctx.Err()
+			}
+			if err != nil {
+				cancel() // the merge stops; what it sent is drained
+			}
+		}
+		rec.Release()
+	}
+	if mergeErr := <-merged; err == nil {
+		err = mergeErr
+	}
+	return err
+}
+
+// entryBatcher gathers the entries of sort records into Arrow batches of
+// the entry schema. The _file columns are filled when a batch is taken,
+// into a buffer sized once from the paths' lengths: appending the paths
+// one by one grows it again and again.
+type entryBatcher struct {
+	enc     *recordCodec
+	b       *array.RecordBuilder
+	isFile  []bool
+	ranks   []uint32
+	rows    int
+	dataLen int
+}
+
+func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocator) *entryBatcher {
+	b := &entryBatcher{enc: enc, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields())}
+	for _, p := range enc.filePos {
+		b.isFile[p] = true
+	}
+	return b
+}
+
+func (b *entryBatcher) add(v []byte) error {
+	entry, err := b.enc.codec.DecodeValue(v)
+	if err != nil {
+		return err
+	}
+	for i, val := range entry {
+		if b.isFile[i] {
+			continue
+		}
+		if err := format.AppendValue(b.b.Field(i), val); err != nil {
+			return fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[i].ID, err)
+		}
+	}
+	if len(b.enc.filePos) > 0 {
+		r, err := b.enc.rank(entry[b.enc.filePos[0]])
+		if err != nil {
+			return err
+		}
+		b.ranks = append(b.ranks, r)
+		b.dataLen += len(b.enc.paths[r])
+	}
+	b.rows++
+	return nil
+}
+
+// batch returns the entries added since the last batch.
+func (b *entryBatcher) batch() (arrow.RecordBatch, error) {
+	for _, p := range b.enc.filePos {
+		fb := b.b.Field(p)
+		if sb, ok := fb.(*array.StringBuilder); ok {
+			sb.Reserve(len(b.ranks))
+			sb.ReserveData(b.dataLen)
+		}
+		for _, r := range b.ranks {
+			if err := format.AppendValue(fb, b.enc.paths[r]); err != nil {
+				return nil, fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[p].ID, err)
+			}
+		}
+	}
+	b.ranks, b.rows, b.dataLen = b.ranks[:0], 0, 0
+	return b.b.NewRecordBatch(), nil
+}
+
+func (b *entryBatcher) release() { b.b.Release() }
 
 // recordCodec turns entries into sort records and back: the staging key
 // (the full key, not the clustering key alone: entries of one clustering
@@ -228,7 +346,7 @@ type recordCodec struct {
 	// ranks[i] is the rank of the path of plan file i, as the string that
 	// stands in for it; paths[r] is the path of rank r.
 	ranks []any
-	paths []any
+	paths []string
 }
 
 // rankBytes is the length of a rank: big-endian, so ranks order as numbers.
@@ -263,24 +381,17 @@ func newRecordCodec(is *format.IndexSchema, schema *iceberg.Schema, plan *tables
 	return c
 }
 
-// decode returns the entry of a record's value, with its data file's path.
-func (c *recordCodec) decode(v []byte) (format.Key, error) {
-	entry, err := c.codec.DecodeValue(v)
-	if err != nil {
-		return nil, err
+// rank reads the rank that a record holds in place of a path.
+func (c *recordCodec) rank(v any) (uint32, error) {
+	s, _ := v.(string)
+	if len(s) != rankBytes {
+		return 0, fmt.Errorf("decode sort record: file rank of %d bytes", len(s))
 	}
-	for _, p := range c.filePos {
-		s, _ := entry[p].(string)
-		if len(s) != rankBytes {
-			return nil, fmt.Errorf("decode sort record: file rank of %d bytes", len(s))
-		}
-		r := int(binary.BigEndian.Uint32([]byte(s)))
-		if r >= len(c.paths) {
-			return nil, fmt.Errorf("decode sort record: file rank %d of %d files", r, len(c.paths))
-		}
-		entry[p] = c.paths[r]
+	r := binary.BigEndian.Uint32([]byte(s))
+	if int(r) >= len(c.paths) {
+		return 0, fmt.Errorf("decode sort record: file rank %d of %d files", r, len(c.paths))
 	}
-	return entry, nil
+	return r, nil
 }
 
 // recordBuilder holds the buffers of one goroutine's records.

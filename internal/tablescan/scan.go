@@ -19,7 +19,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -316,7 +315,8 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 		return stats, errJoinClose(format.MarkCorruption(file.FilePath(), fmt.Errorf("has %d rows, its manifest entry says %d", p.numRows(), file.Count())), p)
 	}
 	stats.DataFiles = 1
-	f := fileReader{proj: proj, path: file.FilePath(), deletes: deletes, groups: groups, colOf: colOf, stats: &stats, fn: fn}
+	f := fileReader{proj: proj, path: file.FilePath(), deletes: deletes, groups: groups, colOf: colOf, stats: &stats, fn: fn,
+		batchRows: int(min(int64(opts.BatchRows), file.Count()))}
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}
 	err = p.read(ctx, readSchema, so, func(rec arrow.RecordBatch, start int64) error {
@@ -382,7 +382,8 @@ type fileReader struct {
 	fn      func(arrow.RecordBatch) error
 	// fileCol holds the file's path in every row, built once for the
 	// file: each batch's _file column is a slice of it.
-	fileCol arrow.Array
+	fileCol   arrow.Array
+	batchRows int // the most rows a batch of the file can have
 }
 
 func (f *fileReader) batch(ctx context.Context, rec arrow.RecordBatch, start int64) error {
@@ -402,7 +403,7 @@ func (f *fileReader) batch(ctx context.Context, rec arrow.RecordBatch, start int
 		for _, g := range f.groups {
 			key = key[:0]
 			for _, c := range g.cols {
-				if key, err = appendValueKey(key, format.ValueAt(rec.Column(c), i)); err != nil {
+				if key, err = appendColumnKey(key, rec.Column(c), i); err != nil {
 					return fmt.Errorf("scan %s: %w", f.path, err)
 				}
 			}
@@ -493,14 +494,15 @@ func (f *fileReader) pathColumn(n int) arrow.Array {
 			f.fileCol.Release()
 		}
 		rows := n
-		if int64(DefaultBatchRows)*int64(len(f.path)) <= math.MaxInt32/2 {
-			rows = max(n, DefaultBatchRows)
+		if int64(f.batchRows)*int64(len(f.path)) <= math.MaxInt32/2 {
+			rows = max(n, f.batchRows)
 		}
 		offsets := make([]int32, rows+1)
-		for i := range offsets {
-			offsets[i] = int32(i * len(f.path))
+		data := make([]byte, rows*len(f.path))
+		for i := range rows {
+			offsets[i+1] = int32((i + 1) * len(f.path))
+			copy(data[i*len(f.path):], f.path)
 		}
-		data := []byte(strings.Repeat(f.path, rows))
 		f.fileCol = array.NewStringData(array.NewData(arrow.BinaryTypes.String, rows,
 			[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0))
 	}
