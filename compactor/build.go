@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -107,6 +109,7 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 		defer sorters[i].Close()
 	}
 
+	began := time.Now()
 	prog := BuildProgress{Phase: "scan"}
 	if snap != nil {
 		if n, err := strconv.ParseInt(snap.Summary.Properties["total-records"], 10, 64); err == nil {
@@ -169,7 +172,9 @@ wait:
 		spilled = spilled || sorters[w].Spilled()
 	}
 	prog.RowsScanned = scanStats.RowsLive
-	opts.Logger.Debug("build scanned", "rows", scanStats.RowsLive, "data_files", scanStats.DataFiles, "workers", workers, "spilled", spilled)
+	opts.Logger.Debug("build scanned", "rows", scanStats.RowsLive, "data_files", scanStats.DataFiles, "workers", workers, "spilled", spilled,
+		"took", time.Since(began).Round(time.Millisecond))
+	began = time.Now()
 
 	prog.Phase = "write"
 	report(true)
@@ -191,16 +196,19 @@ wait:
 		RemoveFiles(ctx, opts.Store, opts.Logger, w.Written())
 		return nil, err
 	}
+	opts.Logger.Debug("build wrote", "rows", prog.RowsWritten, "files", len(entries), "took", time.Since(began).Round(time.Millisecond))
 	prog.Phase, prog.FilesWritten, prog.BytesWritten = "done", len(entries), w.BytesWritten()
 	report(true)
 	return &BuildResult{Entries: entries, Rows: prog.RowsWritten, Bytes: w.BytesWritten(), Spilled: spilled, Scan: scanStats}, nil
 }
 
-// writeSorted merges the sorters into w. One goroutine merges the records
-// and gathers their entries into Arrow batches while the calling one hands
-// the batches to the range writer, which encodes them as Parquet: the two
-// halves of the write phase cost about the same. written is called after
-// each batch with the entries written so far.
+// writeSorted merges the sorters into w in three stages, each its own
+// goroutines: the merge copies the records' values into chunks of
+// BatchRows; opts.Workers decoders turn chunks into Arrow batches of
+// entries; the calling goroutine hands the batches, in merge order, to the
+// range writer, which encodes them as Parquet. Decoding an entry costs
+// more than merging it, so the merge alone would leave a core idle.
+// written is called after each batch with the entries written so far.
 func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters []*extsort.Sorter, opts BuildOptions, written func(int64)) error {
 	var total int64
 	for _, s := range sorters {
@@ -213,121 +221,180 @@ func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters 
 
 	mergeCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	batches := make(chan arrow.RecordBatch, 2)
+	work := make(chan *valueChunk, opts.Workers)
+	order := make(chan chan decoded, 2*opts.Workers)
 	merged := make(chan error, 1)
 	go func() {
-		defer close(batches)
-		b := newEntryBatcher(enc, w.arrowSchema, opts.Allocator)
-		defer b.release()
-		send := func() error {
-			rec, err := b.batch()
-			if err != nil {
-				return err
-			}
+		defer close(order)
+		defer close(work)
+		c := &valueChunk{}
+		dispatch := func() error {
+			c.out = make(chan decoded, 1)
 			select {
-			case batches <- rec:
-				return nil
+			case work <- c:
 			case <-mergeCtx.Done():
-				rec.Release()
 				return mergeCtx.Err()
 			}
+			select {
+			case order <- c.out:
+			case <-mergeCtx.Done():
+				return mergeCtx.Err()
+			}
+			c = &valueChunk{data: make([]byte, 0, len(c.data)), ends: make([]int, 0, opts.BatchRows)}
+			return nil
 		}
 		err := extsort.Merge(sorters, func(_, v []byte) error {
-			if err := b.add(v); err != nil {
-				return err
-			}
-			if b.rows == opts.BatchRows {
-				return send()
+			c.data = append(c.data, v...)
+			c.ends = append(c.ends, len(c.data))
+			if len(c.ends) == opts.BatchRows {
+				return dispatch()
 			}
 			return nil
 		})
-		if err == nil && b.rows > 0 {
-			err = send()
+		if err == nil && len(c.ends) > 0 {
+			err = dispatch()
 		}
 		merged <- err
 	}()
+	var decoders sync.WaitGroup
+	for range opts.Workers {
+		decoders.Go(func() {
+			b := newEntryBatcher(enc, w.arrowSchema, opts.Allocator)
+			defer b.release()
+			for c := range work {
+				rec, err := b.decode(c)
+				c.out <- decoded{rec, err}
+			}
+		})
+	}
 	var err error
-	for rec := range batches {
+	for out := range order {
+		d := <-out
 		if err == nil {
-			handed += rec.NumRows()
-			if err = w.AddRows(rec, 0, int(rec.NumRows())); err == nil {
+			err = d.err
+		}
+		if err == nil {
+			handed += d.rec.NumRows()
+			if err = w.AddRows(d.rec, 0, int(d.rec.NumRows())); err == nil {
 				written(handed)
 				err = ctx.Err()
 			}
-			if err != nil {
-				cancel() // the merge stops; what it sent is drained
-			}
 		}
-		rec.Release()
+		if d.rec != nil {
+			d.rec.Release()
+		}
+		if err != nil {
+			cancel() // the merge stops; what it sent is drained
+		}
 	}
+	decoders.Wait()
 	if mergeErr := <-merged; err == nil {
 		err = mergeErr
 	}
 	return err
 }
 
-// entryBatcher gathers the entries of sort records into Arrow batches of
-// the entry schema. The _file columns are filled when a batch is taken,
-// into a buffer sized once from the paths' lengths: appending the paths
-// one by one grows it again and again.
+// valueChunk is a run of merged records' values, in merge order: value i
+// is data[ends[i-1]:ends[i]]. out receives its decoded batch.
+type valueChunk struct {
+	data []byte
+	ends []int
+	out  chan decoded
+}
+
+type decoded struct {
+	rec arrow.RecordBatch
+	err error
+}
+
+// entryBatcher turns chunks of sort record values into Arrow batches of
+// the entry schema. The _file columns are built from the ranks at the
+// end, into buffers sized once: a builder would grow (and clear) its
+// buffer again and again for paths that are most of a batch's bytes.
 type entryBatcher struct {
-	enc     *recordCodec
-	b       *array.RecordBuilder
-	isFile  []bool
-	ranks   []uint32
-	rows    int
-	dataLen int
+	enc    *recordCodec
+	schema *arrow.Schema
+	b      *array.RecordBuilder
+	isFile []bool
+	ranks  []uint32
 }
 
 func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocator) *entryBatcher {
-	b := &entryBatcher{enc: enc, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields())}
+	b := &entryBatcher{enc: enc, schema: schema, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields())}
 	for _, p := range enc.filePos {
 		b.isFile[p] = true
 	}
 	return b
 }
 
-func (b *entryBatcher) add(v []byte) error {
-	entry, err := b.enc.codec.DecodeValue(v)
-	if err != nil {
-		return err
-	}
-	for i, val := range entry {
-		if b.isFile[i] {
-			continue
-		}
-		if err := format.AppendValue(b.b.Field(i), val); err != nil {
-			return fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[i].ID, err)
-		}
-	}
-	if len(b.enc.filePos) > 0 {
-		r, err := b.enc.rank(entry[b.enc.filePos[0]])
+// decode returns the entries of the values of c as one batch.
+func (b *entryBatcher) decode(c *valueChunk) (arrow.RecordBatch, error) {
+	b.ranks = b.ranks[:0]
+	start, dataLen := 0, 0
+	for _, end := range c.ends {
+		entry, err := b.enc.codec.DecodeValue(c.data[start:end])
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b.ranks = append(b.ranks, r)
-		b.dataLen += len(b.enc.paths[r])
-	}
-	b.rows++
-	return nil
-}
-
-// batch returns the entries added since the last batch.
-func (b *entryBatcher) batch() (arrow.RecordBatch, error) {
-	for _, p := range b.enc.filePos {
-		fb := b.b.Field(p)
-		if sb, ok := fb.(*array.StringBuilder); ok {
-			sb.Reserve(len(b.ranks))
-			sb.ReserveData(b.dataLen)
-		}
-		for _, r := range b.ranks {
-			if err := format.AppendValue(fb, b.enc.paths[r]); err != nil {
-				return nil, fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[p].ID, err)
+		start = end
+		for i, val := range entry {
+			if b.isFile[i] {
+				continue
+			}
+			if err := format.AppendValue(b.b.Field(i), val); err != nil {
+				return nil, fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[i].ID, err)
 			}
 		}
+		if len(b.enc.filePos) > 0 {
+			r, err := b.enc.rank(entry[b.enc.filePos[0]])
+			if err != nil {
+				return nil, err
+			}
+			b.ranks = append(b.ranks, r)
+			dataLen += len(b.enc.paths[r])
+		}
 	}
-	b.ranks, b.rows, b.dataLen = b.ranks[:0], 0, 0
-	return b.b.NewRecordBatch(), nil
+	cols := make([]arrow.Array, b.schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i := range cols {
+		if !b.isFile[i] {
+			cols[i] = b.b.Field(i).NewArray()
+			continue
+		}
+		col, err := b.pathColumn(i, dataLen)
+		if err != nil {
+			return nil, err
+		}
+		cols[i] = col
+	}
+	return array.NewRecordBatch(b.schema, cols, int64(len(c.ends))), nil
+}
+
+// pathColumn builds column i, a _file field, from the ranks.
+func (b *entryBatcher) pathColumn(i, dataLen int) (arrow.Array, error) {
+	if b.schema.Field(i).Type.ID() != arrow.STRING || dataLen > math.MaxInt32 {
+		fb := b.b.Field(i)
+		for _, r := range b.ranks {
+			if err := format.AppendValue(fb, b.enc.paths[r]); err != nil {
+				return nil, fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[i].ID, err)
+			}
+		}
+		return fb.NewArray(), nil
+	}
+	offsets := make([]int32, len(b.ranks)+1)
+	data := make([]byte, 0, dataLen)
+	for j, r := range b.ranks {
+		data = append(data, b.enc.paths[r]...)
+		offsets[j+1] = int32(len(data))
+	}
+	return array.NewStringData(array.NewData(arrow.BinaryTypes.String, len(b.ranks),
+		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0)), nil
 }
 
 func (b *entryBatcher) release() { b.b.Release() }
