@@ -224,23 +224,31 @@ func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters 
 	work := make(chan *valueChunk, opts.Workers)
 	order := make(chan chan decoded, 2*opts.Workers)
 	merged := make(chan error, 1)
+	// Chunks the decoders are done with, for the merge to fill again.
+	spare := make(chan *valueChunk, 2*opts.Workers+2)
 	go func() {
 		defer close(order)
 		defer close(work)
 		c := &valueChunk{}
 		dispatch := func() error {
-			c.out = make(chan decoded, 1)
+			// The chunk belongs to a decoder once sent, which clears it.
+			out, size := make(chan decoded, 1), cap(c.data)
+			c.out = out
 			select {
 			case work <- c:
 			case <-mergeCtx.Done():
 				return mergeCtx.Err()
 			}
 			select {
-			case order <- c.out:
+			case order <- out:
 			case <-mergeCtx.Done():
 				return mergeCtx.Err()
 			}
-			c = &valueChunk{data: make([]byte, 0, len(c.data)), ends: make([]int, 0, opts.BatchRows)}
+			select {
+			case c = <-spare:
+			default:
+				c = &valueChunk{data: make([]byte, 0, size), ends: make([]int, 0, opts.BatchRows)}
+			}
 			return nil
 		}
 		err := extsort.Merge(sorters, func(_, v []byte) error {
@@ -256,14 +264,23 @@ func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters 
 		}
 		merged <- err
 	}()
+	// Batches in flight: queued for decoders, in order, and held by the
+	// range writer until it writes them; each holds two buffers per _file
+	// field.
+	pool := &bufferPool{max: 2 * len(enc.filePos) * (4*opts.Workers + 4)}
 	var decoders sync.WaitGroup
 	for range opts.Workers {
 		decoders.Go(func() {
-			b := newEntryBatcher(enc, w.arrowSchema, opts.Allocator)
+			b := newEntryBatcher(enc, w.arrowSchema, opts.Allocator, pool)
 			defer b.release()
 			for c := range work {
 				rec, err := b.decode(c)
 				c.out <- decoded{rec, err}
+				c.data, c.ends, c.out = c.data[:0], c.ends[:0], nil
+				select {
+				case spare <- c:
+				default:
+				}
 			}
 		})
 	}
@@ -317,10 +334,11 @@ type entryBatcher struct {
 	b      *array.RecordBuilder
 	isFile []bool
 	ranks  []uint32
+	pool   *bufferPool // of the _file columns
 }
 
-func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocator) *entryBatcher {
-	b := &entryBatcher{enc: enc, schema: schema, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields())}
+func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocator, pool *bufferPool) *entryBatcher {
+	b := &entryBatcher{enc: enc, schema: schema, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields()), pool: pool}
 	for _, p := range enc.filePos {
 		b.isFile[p] = true
 	}
@@ -387,14 +405,60 @@ func (b *entryBatcher) pathColumn(i, dataLen int) (arrow.Array, error) {
 		}
 		return fb.NewArray(), nil
 	}
-	offsets := make([]int32, len(b.ranks)+1)
-	data := make([]byte, 0, dataLen)
+	offBuf, dataBuf := memory.NewResizableBuffer(b.pool), memory.NewResizableBuffer(b.pool)
+	defer offBuf.Release()
+	defer dataBuf.Release()
+	offBuf.Resize(arrow.Int32Traits.BytesRequired(len(b.ranks) + 1))
+	dataBuf.Resize(dataLen)
+	offsets, data := arrow.Int32Traits.CastFromBytes(offBuf.Bytes()), dataBuf.Bytes()
+	offsets[0] = 0
+	end := 0
 	for j, r := range b.ranks {
-		data = append(data, b.enc.paths[r]...)
-		offsets[j+1] = int32(len(data))
+		end += copy(data[end:], b.enc.paths[r])
+		offsets[j+1] = int32(end)
 	}
-	return array.NewStringData(array.NewData(arrow.BinaryTypes.String, len(b.ranks),
-		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0)), nil
+	return array.NewStringData(array.NewData(arrow.BinaryTypes.String, len(b.ranks), []*memory.Buffer{nil, offBuf, dataBuf}, nil, 0, 0)), nil
+}
+
+// bufferPool is the allocator of the _file columns a build writes. It
+// keeps the buffers of batches the range writer is done with for the next
+// batches: the paths are most of the bytes a build writes, and copying them
+// into fresh memory each time costs more in page faults than the copy.
+// Buffers it hands out are not cleared. It is safe for concurrent use.
+type bufferPool struct {
+	mu   sync.Mutex
+	free [][]byte
+	max  int
+}
+
+func (p *bufferPool) Allocate(size int) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, b := range p.free {
+		if cap(b) >= size {
+			p.free = slices.Delete(p.free, i, i+1)
+			return b[:size]
+		}
+	}
+	return make([]byte, size)
+}
+
+func (p *bufferPool) Reallocate(size int, b []byte) []byte {
+	if cap(b) >= size {
+		return b[:size]
+	}
+	grown := p.Allocate(size)
+	copy(grown, b)
+	p.Free(b)
+	return grown
+}
+
+func (p *bufferPool) Free(b []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < p.max {
+		p.free = append(p.free, b[:cap(b)])
+	}
 }
 
 func (b *entryBatcher) release() { b.b.Release() }

@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -179,4 +180,38 @@ func renderStored(is *format.IndexSchema, entry format.Key) string {
 		}
 	}
 	return strings.Join(parts, "|")
+}
+
+// TestFullBuildStopsWhenCancelled cancels a build as it starts writing:
+// the merge and decoders stop (goleak checks none is left), the build
+// returns the cancellation and the range files it finished are removed.
+func TestFullBuildStopsWhenCancelled(t *testing.T) {
+	cat, _ := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 300, 0)...)
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(300, 600, 0)...)
+	d, err := indexdef.Parse([]byte(mergeDefinitions[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "pk")
+	md, err := d.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), "file://"+filepath.ToSlash(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rw := RangeWriterOptions{TargetFileSize: 256, RowGroupRows: 8, BatchRows: 8}
+	_, err = FullBuild(ctx, tbl, tbl.CurrentSnapshot(), md, objstore.Join(md.Location, "data"), BuildOptions{RangeWriterOptions: rw, Workers: 2,
+		Progress: func(p BuildProgress) {
+			if p.Phase == "write" {
+				cancel()
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("build returned %v, want the cancellation", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "data", "*.parquet")); len(files) != 0 {
+		t.Errorf("a cancelled build left range files: %v", files)
+	}
 }
