@@ -9,4 +9,6 @@
 // the change and of the files it touches, not the size of the index.
 //
 // Concurrency: one compaction per index at a time; the inputs are immutable.
+// A full build runs its own goroutines (scan workers, the merge, decoders)
+// and returns after they all ended.
 package compactor

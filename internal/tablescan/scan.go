@@ -9,7 +9,8 @@
 // It is the reference reader of streamidx: the table delta of a commit and
 // `streamidx verify` both rest on it. Scan and ScanFile call fn from the
 // calling goroutine, one batch at a time; a DeleteIndex may be shared by
-// goroutines.
+// goroutines, and the files of a Plan may be scanned from several at once
+// (a full build does).
 package tablescan
 
 import (
