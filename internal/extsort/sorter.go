@@ -52,7 +52,10 @@ type Sorter struct {
 // of its key, on which most comparisons end. Chunks and offsets grow as
 // records are added, so they also give the order of addition.
 type sortRec struct {
-	prefix     uint64 // the key's first 8 bytes, big-endian, zero-padded
+	// The key's first 16 bytes, big-endian, zero-padded: enough for two
+	// 64-bit fields, such as a clustering key and an identity, so that
+	// comparing them rarely reads the key from its chunk.
+	prefix     [2]uint64
 	chunk, off uint32
 	klen, vlen uint32
 }
@@ -64,7 +67,7 @@ const arenaChunk = 4 << 20
 const recBlock = 1 << 16
 
 // recOverhead approximates the memory a record costs beyond its bytes.
-const recOverhead = 24
+const recOverhead = 32
 
 // NewSorter returns a Sorter that keeps at most about budget bytes of
 // records in memory and spills under dir (the OS temp dir when empty). Its
@@ -97,10 +100,10 @@ func (s *Sorter) Add(key, value []byte) error {
 	off := len(arena)
 	arena = append(arena, key...)
 	s.arenas[c] = append(arena, value...)
-	var p [8]byte
+	var p [16]byte
 	copy(p[:], key)
 	blk := &s.blocks[len(s.blocks)-1]
-	*blk = append(*blk, sortRec{prefix: binary.BigEndian.Uint64(p[:]), chunk: uint32(c), off: uint32(off), klen: uint32(len(key)), vlen: uint32(len(value))})
+	*blk = append(*blk, sortRec{prefix: [2]uint64{binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])}, chunk: uint32(c), off: uint32(off), klen: uint32(len(key)), vlen: uint32(len(value))})
 	s.nrecs++
 	s.count++
 	s.memBytes += int64(n + recOverhead)
@@ -130,8 +133,11 @@ func (s *Sorter) sorted() []sortRec {
 		recs = append(recs, b...)
 	}
 	slices.SortFunc(recs, func(a, b sortRec) int {
-		if a.prefix != b.prefix {
-			return cmp.Compare(a.prefix, b.prefix)
+		if a.prefix[0] != b.prefix[0] {
+			return cmp.Compare(a.prefix[0], b.prefix[0])
+		}
+		if a.prefix[1] != b.prefix[1] {
+			return cmp.Compare(a.prefix[1], b.prefix[1])
 		}
 		if c := bytes.Compare(s.key(&a), s.key(&b)); c != 0 {
 			return c
