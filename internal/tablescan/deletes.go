@@ -359,9 +359,11 @@ func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, ro
 		m, ok := ix.merged[name.String()]
 		ix.mu.Unlock()
 		if !ok {
-			m = newEqualitySet(sets[members[0]].FieldIDs, keys)
+			m = &EqualityDeletes{FieldIDs: sets[members[0]].FieldIDs, keys: make(map[string]struct{}, keys)}
 			for _, i := range members {
-				m.union(sets[i])
+				for key := range sets[i].keys {
+					m.keys[key] = struct{}{}
+				}
 			}
 			ix.mu.Lock()
 			if _, ok := ix.merged[name.String()]; !ok {

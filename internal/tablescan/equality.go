@@ -24,43 +24,6 @@ type EqualityDeletes struct {
 	// values in this order.
 	FieldIDs []int
 	keys     map[string]struct{}
-	// words holds the tuples whose key is one non-null 8-byte value (a
-	// long, double or timestamp field, the usual equality field), as that
-	// value: a number hashes and compares faster than a string, and every
-	// row of a data file is looked up. The other keys are in keys.
-	words map[uint64]struct{}
-}
-
-// keyWord returns the 8-byte value of a key of one non-null 8-byte value.
-// The key bytes decide, not the type: keys of 9 bytes and tag 1 map one to
-// one onto their last 8 bytes, so the two maps together hold the same set.
-func keyWord(key []byte) (uint64, bool) {
-	if len(key) == 9 && key[0] == 1 {
-		return binary.BigEndian.Uint64(key[1:]), true
-	}
-	return 0, false
-}
-
-func newEqualitySet(ids []int, size int) *EqualityDeletes {
-	return &EqualityDeletes{FieldIDs: ids, keys: map[string]struct{}{}, words: make(map[uint64]struct{}, size)}
-}
-
-func (e *EqualityDeletes) insert(key []byte) {
-	if w, ok := keyWord(key); ok {
-		e.words[w] = struct{}{}
-		return
-	}
-	e.keys[string(key)] = struct{}{}
-}
-
-// union adds the tuples of o.
-func (e *EqualityDeletes) union(o *EqualityDeletes) {
-	for k := range o.keys {
-		e.keys[k] = struct{}{}
-	}
-	for w := range o.words {
-		e.words[w] = struct{}{}
-	}
 }
 
 // NewEqualityDeletes returns an empty set over the equality fields ids. The
@@ -69,7 +32,7 @@ func (e *EqualityDeletes) union(o *EqualityDeletes) {
 func NewEqualityDeletes(ids []int) *EqualityDeletes {
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
-	return newEqualitySet(sorted, 0)
+	return &EqualityDeletes{FieldIDs: sorted, keys: map[string]struct{}{}}
 }
 
 // Add puts a tuple into the set: the canonical Go values (see format.Key)
@@ -79,7 +42,7 @@ func (e *EqualityDeletes) Add(tuple format.Key) error {
 	if err != nil {
 		return err
 	}
-	e.insert(key)
+	e.keys[string(key)] = struct{}{}
 	return nil
 }
 
@@ -90,11 +53,12 @@ func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return e.containsKey(key), nil
+	_, ok := e.keys[string(key)]
+	return ok, nil
 }
 
 // Len is the number of distinct deleted tuples.
-func (e *EqualityDeletes) Len() int { return len(e.keys) + len(e.words) }
+func (e *EqualityDeletes) Len() int { return len(e.keys) }
 
 // Bytes estimates the memory the set holds.
 func (e *EqualityDeletes) Bytes() int64 {
@@ -102,14 +66,10 @@ func (e *EqualityDeletes) Bytes() int64 {
 	for k := range e.keys {
 		n += int64(len(k)) + 48 // the string header and the map's share
 	}
-	return n + int64(len(e.words))*24
+	return n
 }
 
 func (e *EqualityDeletes) containsKey(key []byte) bool {
-	if w, ok := keyWord(key); ok {
-		_, ok = e.words[w]
-		return ok
-	}
 	_, ok := e.keys[string(key)]
 	return ok
 }
@@ -123,7 +83,7 @@ func (e *EqualityDeletes) addRows(cols []arrow.Array, rows int) error {
 		if key, err = appendRowKey(key[:0], cols, i); err != nil {
 			return err
 		}
-		e.insert(key)
+		e.keys[string(key)] = struct{}{}
 	}
 	return nil
 }

@@ -360,9 +360,11 @@ func groupEquality(sets []*EqualityDeletes, colOf map[int]int, rows int64) []eqG
 			keys += set.Len()
 		}
 		if len(g.sets) > 1 && rows*int64(len(g.sets)) > int64(keys) {
-			merged := newEqualitySet(g.sets[0].FieldIDs, keys)
+			merged := NewEqualityDeletes(g.sets[0].FieldIDs)
 			for _, set := range g.sets {
-				merged.union(set)
+				for k := range set.keys {
+					merged.keys[k] = struct{}{}
+				}
 			}
 			groups[i].sets = []*EqualityDeletes{merged}
 		}
