@@ -11,4 +11,6 @@
 // Concurrency: one compaction per index at a time; the inputs are immutable.
 // A merge rewrites parts of the index on several goroutines of its own, all
 // ended before it returns; a RangeWriter belongs to one goroutine.
+// A full build runs its own goroutines (scan workers, the merge, decoders)
+// and returns after they all ended.
 package compactor

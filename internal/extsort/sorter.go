@@ -2,12 +2,14 @@
 // external merge sort with S2-compressed runs on disk: the full build sorts
 // index entries with it, and verify sorts the expected and actual entries.
 //
-// Concurrency: a Sorter belongs to one goroutine.
+// Concurrency: a Sorter belongs to one goroutine; Merge merges the sorters
+// that several goroutines filled.
 package extsort
 
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"container/heap"
 	"encoding/binary"
 	"errors"
@@ -17,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/klauspost/compress/s2"
 )
@@ -28,11 +31,16 @@ import (
 // Records with equal keys come out in the order they were added. A Sorter
 // belongs to one goroutine.
 type Sorter struct {
-	budget   int64
-	dir      string // parent of the spill directory
-	log      *slog.Logger
-	recs     []sortRec
-	arena    []byte
+	budget int64
+	dir    string // parent of the spill directory
+	log    *slog.Logger
+	// The records in memory: their bytes in arena chunks, and a sortRec
+	// each in blocks of recBlock, which are never grown (a grown slice of
+	// millions of records is copied again and again into fresh memory) and
+	// hold no pointers, so the garbage collector does not scan them.
+	arenas   [][]byte
+	blocks   [][]sortRec
+	nrecs    int
 	memBytes int64
 	count    int64
 	tmp      string   // spill directory, once created
@@ -40,15 +48,26 @@ type Sorter struct {
 	runs     []string // run files, in the order written
 }
 
+// sortRec is a record in memory: where its bytes are, and the first bytes
+// of its key, on which most comparisons end. Chunks and offsets grow as
+// records are added, so they also give the order of addition.
 type sortRec struct {
-	key, value []byte
+	// The key's first 16 bytes, big-endian, zero-padded: enough for two
+	// 64-bit fields, such as a clustering key and an identity, so that
+	// comparing them rarely reads the key from its chunk.
+	prefix     [2]uint64
+	chunk, off uint32
+	klen, vlen uint32
 }
 
 // arenaChunk is the size of the blocks records are copied into.
 const arenaChunk = 4 << 20
 
+// recBlock is the number of sortRecs in a block.
+const recBlock = 1 << 16
+
 // recOverhead approximates the memory a record costs beyond its bytes.
-const recOverhead = 48
+const recOverhead = 32
 
 // NewSorter returns a Sorter that keeps at most about budget bytes of
 // records in memory and spills under dir (the OS temp dir when empty). Its
@@ -64,42 +83,31 @@ func NewSorter(dir string, budget int64, log *slog.Logger) *Sorter {
 // Add copies one record into the sorter.
 func (s *Sorter) Add(key, value []byte) error {
 	n := len(key) + len(value)
-	if s.memBytes+int64(n+recOverhead) > s.budget && len(s.recs) > 0 {
+	if s.memBytes+int64(n+recOverhead) > s.budget && s.nrecs > 0 {
 		if err := s.spill(); err != nil {
 			return err
 		}
 	}
-	if cap(s.arena)-len(s.arena) < n {
+	if len(s.arenas) == 0 || cap(s.arenas[len(s.arenas)-1])-len(s.arenas[len(s.arenas)-1]) < n {
 		// A new chunk, never a grown copy: records point into the old one.
-		s.arena = make([]byte, 0, max(arenaChunk, n))
+		s.arenas = append(s.arenas, make([]byte, 0, max(arenaChunk, n)))
 	}
-	if len(s.recs) == cap(s.recs) {
-		s.growRecs()
+	if s.nrecs == len(s.blocks)*recBlock {
+		s.blocks = append(s.blocks, make([]sortRec, 0, recBlock))
 	}
-	start := len(s.arena)
-	s.arena = append(s.arena, key...)
-	s.arena = append(s.arena, value...)
-	s.recs = append(s.recs, sortRec{key: s.arena[start : start+len(key) : start+len(key)], value: s.arena[start+len(key) : start+n : start+n]})
+	c := len(s.arenas) - 1
+	arena := s.arenas[c]
+	off := len(arena)
+	arena = append(arena, key...)
+	s.arenas[c] = append(arena, value...)
+	var p [16]byte
+	copy(p[:], key)
+	blk := &s.blocks[len(s.blocks)-1]
+	*blk = append(*blk, sortRec{prefix: [2]uint64{binary.BigEndian.Uint64(p[:8]), binary.BigEndian.Uint64(p[8:])}, chunk: uint32(c), off: uint32(off), klen: uint32(len(key)), vlen: uint32(len(value))})
+	s.nrecs++
 	s.count++
 	s.memBytes += int64(n + recOverhead)
 	return nil
-}
-
-// growRecs makes room for more records. Past a small sort it doubles the
-// slice, though never past the records the budget holds at the average
-// size so far: append grows a large slice a quarter at a time, copying every
-// record into fresh memory again and again, and each fresh page costs a
-// page fault, which made growing the slice cost more than sorting it.
-func (s *Sorter) growRecs() {
-	const small = 1 << 16 // below this, append's own growth is cheap
-	n := len(s.recs)
-	if n < small {
-		return
-	}
-	fit := int(s.budget / max(s.memBytes/int64(n), 1))
-	if grown := min(2*n, fit); grown > n+n/4 {
-		s.recs = slices.Grow(s.recs, grown-n)
-	}
 }
 
 // Len is the number of records added.
@@ -108,8 +116,43 @@ func (s *Sorter) Len() int64 { return s.count }
 // Spilled reports whether records went to disk.
 func (s *Sorter) Spilled() bool { return len(s.runs) > 0 }
 
-func (s *Sorter) sortMem() {
-	slices.SortStableFunc(s.recs, func(a, b sortRec) int { return bytes.Compare(a.key, b.key) })
+func (s *Sorter) key(r *sortRec) []byte {
+	return s.arenas[r.chunk][r.off : r.off+r.klen : r.off+r.klen]
+}
+
+func (s *Sorter) value(r *sortRec) []byte {
+	end := r.off + r.klen + r.vlen
+	return s.arenas[r.chunk][r.off+r.klen : end : end]
+}
+
+// sorted returns the records in memory in key order, ties in the order
+// added.
+func (s *Sorter) sorted() []sortRec {
+	recs := make([]sortRec, 0, s.nrecs)
+	for _, b := range s.blocks {
+		recs = append(recs, b...)
+	}
+	slices.SortFunc(recs, func(a, b sortRec) int {
+		if a.prefix[0] != b.prefix[0] {
+			return cmp.Compare(a.prefix[0], b.prefix[0])
+		}
+		if a.prefix[1] != b.prefix[1] {
+			return cmp.Compare(a.prefix[1], b.prefix[1])
+		}
+		if c := bytes.Compare(s.key(&a), s.key(&b)); c != 0 {
+			return c
+		}
+		if a.chunk != b.chunk {
+			return cmp.Compare(a.chunk, b.chunk)
+		}
+		return cmp.Compare(a.off, b.off)
+	})
+	return recs
+}
+
+// release drops the records in memory.
+func (s *Sorter) release() {
+	s.arenas, s.blocks, s.nrecs, s.memBytes = nil, nil, 0, 0
 }
 
 // spill writes the records in memory, sorted, to a new run file:
@@ -127,7 +170,7 @@ func (s *Sorter) spill() error {
 		}
 		s.log.Debug("sort spills to disk", "dir", tmp, "records", s.count)
 	}
-	s.sortMem()
+	recs := s.sorted()
 	path := filepath.Join(s.tmp, fmt.Sprintf("run-%06d", len(s.runs)))
 	f, err := os.Create(path)
 	if err != nil {
@@ -138,12 +181,12 @@ func (s *Sorter) spill() error {
 	zw := s2.NewWriter(f, s2.WriterConcurrency(1))
 	w := bufio.NewWriterSize(zw, 1<<20)
 	var hdr [2 * binary.MaxVarintLen64]byte
-	for _, r := range s.recs {
-		h := binary.AppendUvarint(hdr[:0], uint64(len(r.key)))
-		h = binary.AppendUvarint(h, uint64(len(r.value)))
+	for i := range recs {
+		r := &recs[i]
+		h := binary.AppendUvarint(hdr[:0], uint64(r.klen))
+		h = binary.AppendUvarint(h, uint64(r.vlen))
 		w.Write(h)
-		w.Write(r.key)
-		w.Write(r.value)
+		w.Write(s.arenas[r.chunk][r.off : r.off+r.klen+r.vlen])
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
@@ -157,38 +200,57 @@ func (s *Sorter) spill() error {
 		return fmt.Errorf("write sort run %s: %w", path, err)
 	}
 	s.runs = append(s.runs, path)
-	clear(s.recs) // drop the references to the chunks
-	s.recs, s.arena, s.memBytes = s.recs[:0], nil, 0
+	s.release()
 	return nil
 }
 
 // Iterate calls fn with every record in key order. The slices are valid only
 // during the call. Iterate may be called once, after the last Add.
 func (s *Sorter) Iterate(fn func(key, value []byte) error) error {
-	s.sortMem()
-	if len(s.runs) == 0 {
-		for _, r := range s.recs {
-			if err := fn(r.key, r.value); err != nil {
+	return Merge([]*Sorter{s}, fn)
+}
+
+// Merge calls fn with the records of all sorters in key order, as Iterate
+// does for one: goroutines that each filled a sorter of their own sort in
+// parallel and merge once. Records with equal keys come in the order of
+// sorters, then in the order added. The records each sorter still holds in
+// memory are sorted in parallel. Merge may be called once, after the last
+// Add to any of the sorters, and belongs to one goroutine.
+func Merge(sorters []*Sorter, fn func(key, value []byte) error) error {
+	mem := make([][]sortRec, len(sorters))
+	var wg sync.WaitGroup
+	for i, s := range sorters {
+		wg.Go(func() { mem[i] = s.sorted() })
+	}
+	wg.Wait()
+	if s := sorters[0]; len(sorters) == 1 && len(s.runs) == 0 {
+		for i := range mem[0] {
+			if err := fn(s.key(&mem[0][i]), s.value(&mem[0][i])); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	h := &mergeHeap{}
-	for i, path := range s.runs {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open sort run: %w", err)
+	order := 0
+	for i, s := range sorters {
+		for _, path := range s.runs {
+			f, err := os.Open(path)
+			if err != nil {
+				return fmt.Errorf("open sort run: %w", err)
+			}
+			defer f.Close()
+			src := &runSource{r: bufio.NewReaderSize(s2.NewReader(f), 1<<20), order: order, path: path}
+			order++
+			if err := h.push(src); err != nil {
+				return err
+			}
 		}
-		defer f.Close()
-		src := &runSource{r: bufio.NewReaderSize(s2.NewReader(f), 1<<20), order: i, path: path}
-		if err := h.push(src); err != nil {
-			return err
-		}
-	}
-	if len(s.recs) > 0 {
-		if err := h.push(&runSource{mem: s.recs, order: len(s.runs)}); err != nil {
-			return err
+		if len(mem[i]) > 0 {
+			if err := h.push(&runSource{sorter: s, mem: mem[i], order: order}); err != nil {
+				return err
+			}
+			order++
 		}
 	}
 	for h.Len() > 0 {
@@ -214,6 +276,7 @@ func (s *Sorter) Iterate(fn func(key, value []byte) error) error {
 type runSource struct {
 	r          *bufio.Reader
 	path       string
+	sorter     *Sorter // whose records mem are
 	mem        []sortRec
 	order      int // earlier runs win ties, which keeps equal keys in insertion order
 	key, value []byte
@@ -224,7 +287,7 @@ func (r *runSource) next() (bool, error) {
 		if len(r.mem) == 0 {
 			return false, nil
 		}
-		r.key, r.value, r.mem = r.mem[0].key, r.mem[0].value, r.mem[1:]
+		r.key, r.value, r.mem = r.sorter.key(&r.mem[0]), r.sorter.value(&r.mem[0]), r.mem[1:]
 		return true, nil
 	}
 	kl, err := binary.ReadUvarint(r.r)
@@ -281,7 +344,8 @@ func (h *mergeHeap) push(src *runSource) error {
 
 // Close releases memory and removes the spill files. It is idempotent.
 func (s *Sorter) Close() error {
-	s.recs, s.arena, s.runs = nil, nil, nil
+	s.release()
+	s.runs = nil
 	if s.tmp == "" {
 		return nil
 	}

@@ -82,3 +82,54 @@ func TestSorterSpillsAndKeepsEveryRecord(t *testing.T) {
 		t.Fatalf("got %d records, added %d: records lost or duplicated", len(got), len(keys))
 	}
 }
+
+// TestMergeSorters fills several sorters, some spilling and some not, with
+// keys that repeat within and across them; Merge must return every record
+// once, in key order, equal keys in the order of sorters and then of Add.
+func TestMergeSorters(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	dir := t.TempDir()
+	budgets := []int64{256 << 10, 64 << 20, 128 << 10, 64 << 20}
+	sorters := make([]*Sorter, len(budgets))
+	added := 0
+	for i, budget := range budgets {
+		sorters[i] = NewSorter(dir, budget, nil)
+		for j := range 20000 + i*5000 {
+			// value: sorter, then the order of Add within it
+			v := binary.BigEndian.AppendUint32([]byte{byte(i)}, uint32(j))
+			if err := sorters[i].Add(randomKeys(1, r)[0], v); err != nil {
+				t.Fatal(err)
+			}
+			added++
+		}
+	}
+	if !sorters[0].Spilled() || !sorters[2].Spilled() || sorters[1].Spilled() {
+		t.Fatal("expected sorters 0 and 2 to spill and 1 to sort in memory")
+	}
+	var prevKey, prevVal []byte
+	got := 0
+	err := Merge(sorters, func(k, v []byte) error {
+		if got > 0 {
+			if c := bytes.Compare(prevKey, k); c > 0 || c == 0 && bytes.Compare(prevVal, v) >= 0 {
+				t.Fatalf("out of order: %x/%x after %x/%x", k, v, prevKey, prevVal)
+			}
+		}
+		prevKey, prevVal = append(prevKey[:0], k...), append(prevVal[:0], v...)
+		got++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != added {
+		t.Fatalf("merged %d records, added %d", got, added)
+	}
+	for _, s := range sorters {
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("spill directories left behind: %v", entries)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/google/uuid"
 
@@ -91,11 +92,31 @@ func (e *EqualityDeletes) addRows(cols []arrow.Array, rows int) error {
 func appendRowKey(dst []byte, cols []arrow.Array, i int) ([]byte, error) {
 	for _, c := range cols {
 		var err error
-		if dst, err = appendValueKey(dst, format.ValueAt(c, i)); err != nil {
+		if dst, err = appendColumnKey(dst, c, i); err != nil {
 			return nil, err
 		}
 	}
 	return dst, nil
+}
+
+// appendColumnKey appends the key bytes of row i of arr, as appendValueKey
+// does for its value; the usual equality columns (integers and strings)
+// are read without boxing the value, which a scan would do for every row.
+func appendColumnKey(dst []byte, arr arrow.Array, i int) ([]byte, error) {
+	if arr.IsNull(i) {
+		return append(dst, 0), nil
+	}
+	switch a := arr.(type) {
+	case *array.Int64:
+		return binary.BigEndian.AppendUint64(append(dst, 1), uint64(a.Value(i))), nil
+	case *array.Int32:
+		return binary.BigEndian.AppendUint32(append(dst, 1), uint32(a.Value(i))), nil
+	case *array.String:
+		v := a.Value(i)
+		dst = binary.AppendUvarint(append(dst, 1), uint64(len(v)))
+		return append(dst, v...), nil
+	}
+	return appendValueKey(dst, format.ValueAt(arr, i))
 }
 
 func appendTuple(dst []byte, tuple format.Key) ([]byte, error) {

@@ -9,7 +9,8 @@
 // It is the reference reader of streamidx: the table delta of a commit and
 // `streamidx verify` both rest on it. Scan and ScanFile call fn from the
 // calling goroutine, one batch at a time; a DeleteIndex may be shared by
-// goroutines.
+// goroutines, and the files of a Plan may be scanned from several at once
+// (a full build does).
 package tablescan
 
 import (
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -82,7 +84,8 @@ type Stats struct {
 	DeleteFiles  int64 // live delete files of the snapshot
 }
 
-func (s *Stats) add(o Stats) {
+// Add adds the counts of o to s, as for scans of parts of a snapshot.
+func (s *Stats) Add(o Stats) {
 	s.DataFiles += o.DataFiles
 	s.RowsRead += o.RowsRead
 	s.RowsLive += o.RowsLive
@@ -98,10 +101,47 @@ func (s *Stats) add(o Stats) {
 // Retain what it keeps. Data files are read in manifest order and rows in
 // file order. A nil snap (a table without snapshots) scans nothing.
 func Scan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, opts Options, fn func(arrow.RecordBatch) error) (Stats, error) {
-	var stats Stats
-	if snap == nil {
-		return stats, nil
+	plan, err := NewPlan(ctx, tbl, snap, opts)
+	if err != nil {
+		return Stats{}, err
 	}
+	stats := Stats{DeleteFiles: plan.DeleteFiles()}
+	for i := range plan.Files {
+		fst, err := plan.ScanFile(ctx, i, fn)
+		stats.Add(fst)
+		if err != nil {
+			return stats, err
+		}
+	}
+	return stats, nil
+}
+
+// Plan is a scan of a snapshot split into its data files, which may be
+// scanned in any order and from several goroutines at once: a full build
+// reads them in parallel. The live rows of the snapshot are the union of
+// the live rows of its files.
+type Plan struct {
+	// Files are the snapshot's data files in manifest order.
+	Files []PlannedFile
+
+	fs      iceio.IO
+	schema  *iceberg.Schema
+	proj    *projection
+	deletes *DeleteIndex
+	opts    Options
+}
+
+// PlannedFile is a data file of a snapshot with its data sequence number,
+// which decides the delete files that apply to it.
+type PlannedFile struct {
+	File iceberg.DataFile
+	Seq  int64
+}
+
+// NewPlan reads the manifests of snapshot snap of tbl and indexes its
+// delete files; the options are those of Scan. A nil snap (a table
+// without snapshots) plans no files.
+func NewPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, opts Options) (*Plan, error) {
 	if opts.NameMapping == nil {
 		opts.NameMapping = tbl.NameMapping()
 	}
@@ -112,45 +152,53 @@ func Scan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, opts Opti
 	schema := tbl.Schema()
 	proj, err := newProjection(schema, opts.Columns)
 	if err != nil {
-		return stats, err
+		return nil, err
 	}
-	fs, err := tbl.FS(ctx)
+	p := &Plan{schema: schema, proj: proj, opts: opts, deletes: &DeleteIndex{}}
+	if snap == nil {
+		return p, nil
+	}
+	if p.fs, err = tbl.FS(ctx); err != nil {
+		return nil, fmt.Errorf("open table io: %w", err)
+	}
+	manifests, err := snap.Manifests(p.fs)
 	if err != nil {
-		return stats, fmt.Errorf("open table io: %w", err)
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
 	}
-	manifests, err := snap.Manifests(fs)
-	if err != nil {
-		return stats, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	if p.deletes, err = planDeletes(ctx, p.fs, tbl.Metadata(), manifests); err != nil {
+		return nil, err
 	}
-	ix, err := planDeletes(ctx, fs, tbl.Metadata(), manifests)
-	if err != nil {
-		return stats, err
-	}
-	stats.DeleteFiles = int64(ix.Len())
 	for _, m := range manifests {
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		for e, err := range m.Entries(fs, true) {
+		for e, err := range m.Entries(p.fs, true) {
 			if err != nil {
-				return stats, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+				return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
 			}
 			df := e.DataFile()
 			if df.ContentType() != iceberg.EntryContentData {
-				return stats, fmt.Errorf("data manifest %s lists %s with content %s", m.FilePath(), df.FilePath(), df.ContentType())
+				return nil, fmt.Errorf("data manifest %s lists %s with content %s", m.FilePath(), df.FilePath(), df.ContentType())
 			}
-			deletes, err := ix.Load(ctx, fs, schema, df, e.SequenceNum(), opts)
-			if err != nil {
-				return stats, err
-			}
-			fst, err := scanFile(ctx, fs, proj, df, deletes, opts, fn)
-			stats.add(fst)
-			if err != nil {
-				return stats, err
-			}
+			p.Files = append(p.Files, PlannedFile{File: df, Seq: e.SequenceNum()})
 		}
 	}
-	return stats, nil
+	return p, nil
+}
+
+// DeleteFiles is the number of live delete files of the snapshot.
+func (p *Plan) DeleteFiles() int64 { return int64(p.deletes.Len()) }
+
+// ScanFile calls fn with the live rows of p.Files[i], as Scan does. It is
+// safe to call from several goroutines at once, each with its own fn: the
+// delete files they share are read once.
+func (p *Plan) ScanFile(ctx context.Context, i int, fn func(arrow.RecordBatch) error) (Stats, error) {
+	f := p.Files[i]
+	deletes, err := p.deletes.Load(ctx, p.fs, p.schema, f.File, f.Seq, p.opts)
+	if err != nil {
+		return Stats{}, err
+	}
+	return scanFile(ctx, p.fs, p.proj, f.File, deletes, p.opts, fn)
 }
 
 // ScanFile calls fn with the live rows of one data file under the delete
@@ -268,7 +316,8 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 		return stats, errJoinClose(format.MarkCorruption(file.FilePath(), fmt.Errorf("has %d rows, its manifest entry says %d", p.numRows(), file.Count())), p)
 	}
 	stats.DataFiles = 1
-	f := fileReader{proj: proj, path: file.FilePath(), deletes: deletes, groups: groups, colOf: colOf, stats: &stats, fn: fn}
+	f := fileReader{proj: proj, path: file.FilePath(), deletes: deletes, groups: groups, colOf: colOf, stats: &stats, fn: fn,
+		batchRows: int(min(int64(opts.BatchRows), file.Count()))}
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}
 	err = p.read(ctx, readSchema, so, func(rec arrow.RecordBatch, start int64) error {
@@ -277,6 +326,9 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 		}
 		return f.batch(ctx, rec, start)
 	})
+	if f.fileCol != nil {
+		f.fileCol.Release()
+	}
 	return stats, errJoinClose(err, p)
 }
 
@@ -329,6 +381,10 @@ type fileReader struct {
 	colOf   map[int]int
 	stats   *Stats
 	fn      func(arrow.RecordBatch) error
+	// fileCol holds the file's path in every row, built once for the
+	// file: each batch's _file column is a slice of it.
+	fileCol   arrow.Array
+	batchRows int // the most rows a batch of the file can have
 }
 
 func (f *fileReader) batch(ctx context.Context, rec arrow.RecordBatch, start int64) error {
@@ -348,7 +404,7 @@ func (f *fileReader) batch(ctx context.Context, rec arrow.RecordBatch, start int
 		for _, g := range f.groups {
 			key = key[:0]
 			for _, c := range g.cols {
-				if key, err = appendValueKey(key, format.ValueAt(rec.Column(c), i)); err != nil {
+				if key, err = appendColumnKey(key, rec.Column(c), i); err != nil {
 					return fmt.Errorf("scan %s: %w", f.path, err)
 				}
 			}
@@ -403,13 +459,7 @@ func (f *fileReader) output(ctx context.Context, rec arrow.RecordBatch, keep []b
 	for i, id := range f.proj.out {
 		switch id {
 		case format.FieldIDFile:
-			b := array.NewStringBuilder(mem)
-			b.Reserve(len(livePos))
-			for range livePos {
-				b.Append(f.path)
-			}
-			cols[i] = b.NewArray()
-			b.Release()
+			cols[i] = f.pathColumn(len(livePos))
 		case format.FieldIDPos:
 			b := array.NewInt64Builder(mem)
 			b.AppendValues(livePos, nil)
@@ -435,6 +485,29 @@ func (f *fileReader) output(ctx context.Context, rec arrow.RecordBatch, keep []b
 		}
 	}
 	return array.NewRecordBatch(f.proj.arrow, cols, int64(len(livePos))), nil
+}
+
+// pathColumn returns a string column of n rows that all hold the file's
+// path, as a slice of one column kept for the file.
+func (f *fileReader) pathColumn(n int) arrow.Array {
+	if f.fileCol == nil || f.fileCol.Len() < n {
+		if f.fileCol != nil {
+			f.fileCol.Release()
+		}
+		rows := n
+		if int64(f.batchRows)*int64(len(f.path)) <= math.MaxInt32/2 {
+			rows = max(n, f.batchRows)
+		}
+		offsets := make([]int32, rows+1)
+		data := make([]byte, rows*len(f.path))
+		for i := range rows {
+			offsets[i+1] = int32((i + 1) * len(f.path))
+			copy(data[i*len(f.path):], f.path)
+		}
+		f.fileCol = array.NewStringData(array.NewData(arrow.BinaryTypes.String, rows,
+			[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0))
+	}
+	return array.NewSlice(f.fileCol, 0, int64(n))
 }
 
 func errJoinClose(err error, c io.Closer) error {
