@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +106,10 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	}
 	seen := map[string]bool{}
 	rewriteMu := map[string]*sync.Mutex{}
+	// A merge rewrites parts of an index on several cores; the indexes
+	// updated at once share the cores, so that one index's large rewrite
+	// does not hold back another's small one.
+	share := max(1, runtime.GOMAXPROCS(0)/max(1, min(len(rc.Indexes), rc.MaxParallelUpdates)))
 	for _, ref := range rc.Indexes {
 		id, err := config.ParseTable(ref.Table)
 		if err != nil {
@@ -128,7 +133,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			Range: compactor.RangeWriterOptions{
 				TargetFileSize: int64(cfg.Build.TargetFileSize), RowGroupRows: cfg.Build.RowGroupRows, Store: files,
 			},
-			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir,
+			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir, MergeParallelism: share,
 			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
 			Events: events, Logger: log,
 		})

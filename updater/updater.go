@@ -59,6 +59,9 @@ type Options struct {
 	// MinFileSize: rewritten files under it are merged with a neighbour.
 	// Default: a quarter of the target size.
 	MinFileSize int64
+	// MergeParallelism is how many parts of the index a merge rewrites at
+	// once (compactor.MergeOptions.Parallelism). Default: GOMAXPROCS.
+	MergeParallelism int
 	// MemoryBudget bounds the entries a full build sorts in memory.
 	// Default: 512 MiB.
 	MemoryBudget int64
@@ -314,7 +317,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 		return err
 	}
 	res, err := compactor.Merge(ctx, is, prev, delta, objstore.Join(md.Location, "data"), compactor.MergeOptions{
-		RangeWriterOptions: u.opts.Range, MinFileSize: u.opts.MinFileSize, Logger: u.log,
+		RangeWriterOptions: u.opts.Range, MinFileSize: u.opts.MinFileSize, Parallelism: u.opts.MergeParallelism, Logger: u.log,
 	})
 	if err != nil {
 		return fmt.Errorf("merge delta of source snapshot %d: %w", next.SnapshotID, err)

@@ -66,8 +66,9 @@ const arenaChunk = 4 << 20
 // recBlock is the number of sortRecs in a block.
 const recBlock = 1 << 16
 
-// recOverhead approximates the memory a record costs beyond its bytes.
-const recOverhead = 32
+// recOverhead approximates the memory a record costs beyond its bytes: its
+// sortRec (32 bytes) in a block, and again in the slice that sorts them.
+const recOverhead = 64
 
 // NewSorter returns a Sorter that keeps at most about budget bytes of
 // records in memory and spills under dir (the OS temp dir when empty). Its
@@ -129,9 +130,11 @@ func (s *Sorter) value(r *sortRec) []byte {
 // added.
 func (s *Sorter) sorted() []sortRec {
 	recs := make([]sortRec, 0, s.nrecs)
-	for _, b := range s.blocks {
+	for i, b := range s.blocks {
 		recs = append(recs, b...)
+		s.blocks[i] = nil // collectable once copied: the records are not added to again
 	}
+	s.blocks = nil
 	slices.SortFunc(recs, func(a, b sortRec) int {
 		if a.prefix[0] != b.prefix[0] {
 			return cmp.Compare(a.prefix[0], b.prefix[0])
