@@ -3,7 +3,6 @@ package compactor
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/extsort"
 	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/lineage"
@@ -35,86 +33,58 @@ func TestFullBuildWorkersAgree(t *testing.T) {
 		t.Skip("builds real tables")
 	}
 	ctx := context.Background()
-	for _, fv := range []int{2, 3} {
-		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
-			cat, _ := testtables.NewCatalog(t)
-			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: fv, RowGroupRows: 16})
-			tbl, _ = mergeHistory(t, tbl, fv)
-			snap := tbl.CurrentSnapshot()
-			indexes, err := indexcatalog.NewFS("file://" + filepath.ToSlash(t.TempDir()))
-			if err != nil {
-				t.Fatal(err)
+	forEachMergeIndex(t, func(t *testing.T, f mergeIndex) {
+		tbl, indexes, ident, md, loc := f.tbl, f.indexes, f.ident, f.md, f.loc
+		snap := tbl.CurrentSnapshot()
+		is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := expectedEntries(t, tbl, is)
+		rw := RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 8, BatchRows: 8}
+		serial, err := FullBuild(ctx, tbl, snap, md, objstore.Join(loc, "serial"), BuildOptions{RangeWriterOptions: rw, Workers: 1, SpillDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parallel, err := FullBuild(ctx, tbl, snap, md, objstore.Join(loc, "data"), BuildOptions{RangeWriterOptions: rw, Workers: 3,
+			MemoryBudget: 8 << 10, SpillDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if serial.Spilled || !parallel.Spilled {
+			t.Fatalf("spilled: serial %v, parallel %v; the test wants only the parallel sort to spill", serial.Spilled, parallel.Spilled)
+		}
+		if len(parallel.Entries) < 3 {
+			t.Fatalf("the build should make several range files, got %d", len(parallel.Entries))
+		}
+		for name, res := range map[string]*BuildResult{"serial": serial, "parallel": parallel} {
+			if got := storedEntries(t, is, res.Entries); !slices.Equal(got, want) {
+				t.Errorf("%s build wrote %d entries:\n%s\nwant %d:\n%s", name, len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
 			}
-			ident := []string{testtables.Namespace, "orders"}
-			for _, def := range mergeDefinitions {
-				d, err := indexdef.Parse([]byte(def))
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Run(d.Name, func(t *testing.T) {
-					loc, err := indexes.IndexLocation(ident, d.Name)
-					if err != nil {
-						t.Fatal(err)
-					}
-					md, err := d.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), loc)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if _, err := indexes.Create(ctx, ident, d.Name, md); err != nil {
-						t.Fatal(err)
-					}
-					is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
-					if err != nil {
-						t.Fatal(err)
-					}
-					want := expectedEntries(t, tbl, is)
-					rw := RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 8, BatchRows: 8}
-					serial, err := FullBuild(ctx, tbl, snap, md, objstore.Join(loc, "serial"), BuildOptions{RangeWriterOptions: rw, Workers: 1, SpillDir: t.TempDir()})
-					if err != nil {
-						t.Fatal(err)
-					}
-					parallel, err := FullBuild(ctx, tbl, snap, md, objstore.Join(loc, "data"), BuildOptions{RangeWriterOptions: rw, Workers: 3,
-						MemoryBudget: 8 << 10, SpillDir: t.TempDir()})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if serial.Spilled || !parallel.Spilled {
-						t.Fatalf("spilled: serial %v, parallel %v; the test wants only the parallel sort to spill", serial.Spilled, parallel.Spilled)
-					}
-					if len(parallel.Entries) < 3 {
-						t.Fatalf("the build should make several range files, got %d", len(parallel.Entries))
-					}
-					for name, res := range map[string]*BuildResult{"serial": serial, "parallel": parallel} {
-						if got := storedEntries(t, is, res.Entries); !slices.Equal(got, want) {
-							t.Errorf("%s build wrote %d entries:\n%s\nwant %d:\n%s", name, len(got), strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
-						}
-						if res.Rows != int64(len(want)) || res.Scan.RowsLive != int64(len(want)) {
-							t.Errorf("%s build counts %d rows, scanned %d live, want %d", name, res.Rows, res.Scan.RowsLive, len(want))
-						}
-					}
-					if serial.Scan != parallel.Scan {
-						t.Errorf("scan counts differ: serial %+v, parallel %+v", serial.Scan, parallel.Scan)
-					}
-					published, _, err := flush.Publish(ctx, indexes, flush.Publication{Table: ident, Index: d.Name, IndexUUID: md.IndexUUID,
-						Schema: is, Entries: parallel.Entries, SourceSnapshotID: snap.SnapshotID}, flush.Options{})
-					if err != nil {
-						t.Fatal(err)
-					}
-					cur, _, err := indexes.Load(ctx, ident, d.Name)
-					if err != nil {
-						t.Fatal(err)
-					}
-					report, err := verify.Verify(ctx, tbl, cur, published, verify.Options{SpillDir: t.TempDir()})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if !report.Exact() {
-						t.Fatalf("parallel build:\n%s", report.Summary())
-					}
-				})
+			if res.Rows != int64(len(want)) || res.Scan.RowsLive != int64(len(want)) {
+				t.Errorf("%s build counts %d rows, scanned %d live, want %d", name, res.Rows, res.Scan.RowsLive, len(want))
 			}
-		})
-	}
+		}
+		if serial.Scan != parallel.Scan {
+			t.Errorf("scan counts differ: serial %+v, parallel %+v", serial.Scan, parallel.Scan)
+		}
+		published, _, err := flush.Publish(ctx, indexes, flush.Publication{Table: ident, Index: f.name, IndexUUID: md.IndexUUID,
+			Schema: is, Entries: parallel.Entries, SourceSnapshotID: snap.SnapshotID}, flush.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur, _, err := indexes.Load(ctx, ident, f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		report, err := verify.Verify(ctx, tbl, cur, published, verify.Options{SpillDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !report.Exact() {
+			t.Fatalf("parallel build:\n%s", report.Summary())
+		}
+	})
 }
 
 // expectedEntries renders the stored fields of the entries of every live

@@ -138,14 +138,7 @@ func stringsSchema(t *testing.T) *format.IndexSchema {
 		NonMaterializedFields: []format.ExprField{
 			{FieldID: 102, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: format.Ref{ID: 2}}},
 		ClusterSpec: []int{1}}
-	if err := format.Validate(md, source); err != nil {
-		t.Fatal(err)
-	}
-	is, err := format.NewIndexSchema(md, source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return is
+	return validIndexSchema(t, md, source)
 }
 
 // String and binary columns, which a merge carries as dictionaries, come

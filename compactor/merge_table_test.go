@@ -170,6 +170,71 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 		t.Skip("builds real tables")
 	}
 	ctx := context.Background()
+	forEachMergeIndex(t, func(t *testing.T, f mergeIndex) {
+		tbl, snaps, indexes, ident, md, loc := f.tbl, f.snaps, f.indexes, f.ident, f.md, f.loc
+		dir := objstore.Join(loc, "data")
+		rw := RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 8, BatchRows: 8}
+		first := tbl.SnapshotByID(snaps[0])
+		built, err := FullBuild(ctx, tbl, first, md, dir, BuildOptions{RangeWriterOptions: rw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(built.Entries) < 3 {
+			t.Fatalf("the first build should make several range files, got %d", len(built.Entries))
+		}
+		prev, reused := built.Entries, 0
+		for i := 1; i < len(snaps); i++ {
+			from, to := tbl.SnapshotByID(snaps[i-1]), tbl.SnapshotByID(snaps[i])
+			is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, to))
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := expectedDelta(t, tbl, from, to, is)
+			res, err := Merge(ctx, is, prev, recordsDelta(recs), dir, MergeOptions{RangeWriterOptions: rw})
+			if err != nil {
+				t.Fatalf("merge into snapshot %d: %v", i, err)
+			}
+			snap, _, err := flush.Publish(ctx, indexes, flush.Publication{Table: ident, Index: f.name, IndexUUID: md.IndexUUID,
+				Schema: is, Entries: res.Entries, SourceSnapshotID: to.SnapshotID}, flush.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur, _, err := indexes.Load(ctx, ident, f.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			report, err := verify.Verify(ctx, tbl, cur, snap, verify.Options{SpillDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !report.Exact() {
+				t.Fatalf("after commit %d (%d mutations, %d rewritten, %d reused):\n%s", i, len(recs), res.Rewritten, res.Reused, report.Summary())
+			}
+			prev = res.Entries
+			reused += res.Reused
+		}
+		if reused == 0 {
+			t.Error("no merge reused a range file: every commit rewrote the whole index")
+		}
+	})
+}
+
+// mergeIndex is one index of mergeDefinitions, created in an index
+// catalog of its own over the mergeHistory table of one format version.
+type mergeIndex struct {
+	tbl     *table.Table
+	snaps   []int64
+	indexes *indexcatalog.FSCatalog
+	ident   table.Identifier
+	name    string
+	md      *format.Metadata
+	loc     string
+}
+
+// forEachMergeIndex runs fn for every index of mergeDefinitions on tables
+// of format versions 2 and 3, each a subtest.
+func forEachMergeIndex(t *testing.T, fn func(t *testing.T, f mergeIndex)) {
+	ctx := context.Background()
 	for _, fv := range []int{2, 3} {
 		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
 			cat, _ := testtables.NewCatalog(t)
@@ -179,7 +244,7 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ident := []string{testtables.Namespace, "orders"}
+			ident := table.Identifier{testtables.Namespace, "orders"}
 			for _, def := range mergeDefinitions {
 				d, err := indexdef.Parse([]byte(def))
 				if err != nil {
@@ -197,50 +262,7 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 					if _, err := indexes.Create(ctx, ident, d.Name, md); err != nil {
 						t.Fatal(err)
 					}
-					dir := objstore.Join(loc, "data")
-					rw := RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 8, BatchRows: 8}
-					first := tbl.SnapshotByID(snaps[0])
-					built, err := FullBuild(ctx, tbl, first, md, dir, BuildOptions{RangeWriterOptions: rw})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(built.Entries) < 3 {
-						t.Fatalf("the first build should make several range files, got %d", len(built.Entries))
-					}
-					prev, reused := built.Entries, 0
-					for i := 1; i < len(snaps); i++ {
-						from, to := tbl.SnapshotByID(snaps[i-1]), tbl.SnapshotByID(snaps[i])
-						is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, to))
-						if err != nil {
-							t.Fatal(err)
-						}
-						recs := expectedDelta(t, tbl, from, to, is)
-						res, err := Merge(ctx, is, prev, recordsDelta(recs), dir, MergeOptions{RangeWriterOptions: rw})
-						if err != nil {
-							t.Fatalf("merge into snapshot %d: %v", i, err)
-						}
-						snap, _, err := flush.Publish(ctx, indexes, flush.Publication{Table: ident, Index: d.Name, IndexUUID: md.IndexUUID,
-							Schema: is, Entries: res.Entries, SourceSnapshotID: to.SnapshotID}, flush.Options{})
-						if err != nil {
-							t.Fatal(err)
-						}
-						cur, _, err := indexes.Load(ctx, ident, d.Name)
-						if err != nil {
-							t.Fatal(err)
-						}
-						report, err := verify.Verify(ctx, tbl, cur, snap, verify.Options{SpillDir: t.TempDir()})
-						if err != nil {
-							t.Fatal(err)
-						}
-						if !report.Exact() {
-							t.Fatalf("after commit %d (%d mutations, %d rewritten, %d reused):\n%s", i, len(recs), res.Rewritten, res.Reused, report.Summary())
-						}
-						prev = res.Entries
-						reused += res.Reused
-					}
-					if reused == 0 {
-						t.Error("no merge reused a range file: every commit rewrote the whole index")
-					}
+					fn(t, mergeIndex{tbl: tbl, snaps: snaps, indexes: indexes, ident: ident, name: d.Name, md: md, loc: loc})
 				})
 			}
 		})

@@ -51,14 +51,7 @@ func ttlSchema(t *testing.T) *format.IndexSchema {
 		NonMaterializedFields: []format.ExprField{
 			{FieldID: 101, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: format.Ref{ID: 3}}},
 		ClusterSpec: []int{1}}
-	if err := format.Validate(md, source); err != nil {
-		t.Fatal(err)
-	}
-	is, err := format.NewIndexSchema(md, source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return is
+	return validIndexSchema(t, md, source)
 }
 
 func (x *mergeFixture) sortByKey(rows []format.Key) {
@@ -663,4 +656,18 @@ func TestMergeRejectsUnsortedDelta(t *testing.T) {
 	if _, err := Merge(context.Background(), x.is, prev, failing, x.dir, x.opts); err == nil || !strings.Contains(err.Error(), "staging store closed") {
 		t.Fatalf("got %v, want the delta's error", err)
 	}
+}
+
+// validIndexSchema checks an index definition against its source schema
+// and resolves it.
+func validIndexSchema(t *testing.T, md *format.Metadata, source *iceberg.Schema) *format.IndexSchema {
+	t.Helper()
+	if err := format.Validate(md, source); err != nil {
+		t.Fatal(err)
+	}
+	is, err := format.NewIndexSchema(md, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is
 }
