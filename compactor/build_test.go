@@ -11,14 +11,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go/table"
 
-	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/extsort"
 	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
-	"github.com/streamidx/streamidx/internal/verify"
 )
 
 // TestFullBuildWorkersAgree builds each index of a table with a history of
@@ -34,7 +32,7 @@ func TestFullBuildWorkersAgree(t *testing.T) {
 	}
 	ctx := context.Background()
 	forEachMergeIndex(t, func(t *testing.T, f mergeIndex) {
-		tbl, indexes, ident, md, loc := f.tbl, f.indexes, f.ident, f.md, f.loc
+		tbl, md, loc := f.tbl, f.md, f.loc
 		snap := tbl.CurrentSnapshot()
 		is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
 		if err != nil {
@@ -68,20 +66,7 @@ func TestFullBuildWorkersAgree(t *testing.T) {
 		if serial.Scan != parallel.Scan {
 			t.Errorf("scan counts differ: serial %+v, parallel %+v", serial.Scan, parallel.Scan)
 		}
-		published, _, err := flush.Publish(ctx, indexes, flush.Publication{Table: ident, Index: f.name, IndexUUID: md.IndexUUID,
-			Schema: is, Entries: parallel.Entries, SourceSnapshotID: snap.SnapshotID}, flush.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		cur, _, err := indexes.Load(ctx, ident, f.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		report, err := verify.Verify(ctx, tbl, cur, published, verify.Options{SpillDir: t.TempDir()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !report.Exact() {
+		if report := f.publishAndVerify(t, is, parallel.Entries, snap); !report.Exact() {
 			t.Fatalf("parallel build:\n%s", report.Summary())
 		}
 	})

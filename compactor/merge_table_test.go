@@ -171,7 +171,7 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 	}
 	ctx := context.Background()
 	forEachMergeIndex(t, func(t *testing.T, f mergeIndex) {
-		tbl, snaps, indexes, ident, md, loc := f.tbl, f.snaps, f.indexes, f.ident, f.md, f.loc
+		tbl, snaps, md, loc := f.tbl, f.snaps, f.md, f.loc
 		dir := objstore.Join(loc, "data")
 		rw := RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 8, BatchRows: 8}
 		first := tbl.SnapshotByID(snaps[0])
@@ -194,20 +194,7 @@ func TestMergeFollowsTableHistory(t *testing.T) {
 			if err != nil {
 				t.Fatalf("merge into snapshot %d: %v", i, err)
 			}
-			snap, _, err := flush.Publish(ctx, indexes, flush.Publication{Table: ident, Index: f.name, IndexUUID: md.IndexUUID,
-				Schema: is, Entries: res.Entries, SourceSnapshotID: to.SnapshotID}, flush.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cur, _, err := indexes.Load(ctx, ident, f.name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			report, err := verify.Verify(ctx, tbl, cur, snap, verify.Options{SpillDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !report.Exact() {
+			if report := f.publishAndVerify(t, is, res.Entries, to); !report.Exact() {
 				t.Fatalf("after commit %d (%d mutations, %d rewritten, %d reused):\n%s", i, len(recs), res.Rewritten, res.Reused, report.Summary())
 			}
 			prev = res.Entries
@@ -229,6 +216,27 @@ type mergeIndex struct {
 	name    string
 	md      *format.Metadata
 	loc     string
+}
+
+// publishAndVerify publishes entries as the index snapshot of table
+// snapshot snap and verifies it against the table.
+func (f mergeIndex) publishAndVerify(t *testing.T, is *format.IndexSchema, entries []format.TrackingEntry, snap *table.Snapshot) *verify.Report {
+	t.Helper()
+	ctx := context.Background()
+	published, _, err := flush.Publish(ctx, f.indexes, flush.Publication{Table: f.ident, Index: f.name, IndexUUID: f.md.IndexUUID,
+		Schema: is, Entries: entries, SourceSnapshotID: snap.SnapshotID}, flush.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur, _, err := f.indexes.Load(ctx, f.ident, f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := verify.Verify(ctx, f.tbl, cur, published, verify.Options{SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return report
 }
 
 // forEachMergeIndex runs fn for every index of mergeDefinitions on tables

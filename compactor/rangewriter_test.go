@@ -23,14 +23,7 @@ func testIndexSchema(t *testing.T) *format.IndexSchema {
 	)
 	md := &format.Metadata{FormatVersion: 1, IndexUUID: "u", TableUUID: "t", Location: "file:///x", Type: format.TypeScalar,
 		IdentityFields: []int{1, 2}, ClusterSpec: []int{1}}
-	if err := format.Validate(md, source); err != nil {
-		t.Fatal(err)
-	}
-	is, err := format.NewIndexSchema(md, source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return is
+	return validIndexSchema(t, md, source)
 }
 
 func readRangeFile(t *testing.T, is *format.IndexSchema, te format.TrackingEntry) []format.Key {

@@ -62,6 +62,12 @@ type preparedCache struct {
 	m  map[preparedKey]*preparedTable
 }
 
+// Check is format.CheckTable, answered once per index and table metadata
+// file: whether md's definition fits table tbl.
+func (p *Planner) Check(md *format.Metadata, tbl *table.Table) error {
+	return p.prepareTable(md, tbl).check
+}
+
 // prepareTable checks that md fits table tbl (format.CheckTable), once per
 // table metadata file.
 func (p *Planner) prepareTable(md *format.Metadata, tbl *table.Table) *preparedTable {

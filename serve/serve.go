@@ -417,7 +417,7 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 	if err != nil {
 		return t, fmt.Errorf("load index %s of %s: %w", t.IndexName, t.TableName, err)
 	}
-	if err := format.CheckTable(t.Metadata, tbl); err != nil {
+	if err := s.planner.Check(t.Metadata, tbl); err != nil {
 		return t, fmt.Errorf("index %s of %s: %w", t.IndexName, t.TableName, err)
 	}
 	return t, nil
