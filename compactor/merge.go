@@ -242,7 +242,7 @@ func (m *merger) mendSeams(parts []*merger) (entries, written []format.TrackingE
 			continue
 		}
 		last := entries[len(entries)-1]
-		if last.FileSizeInBytes >= m.opts.MinFileSize || slices.ContainsFunc(m.prev, func(e format.TrackingEntry) bool { return e.FilePath == last.FilePath }) {
+		if m.opts.weight(last) >= m.opts.MinFileSize || slices.ContainsFunc(m.prev, func(e format.TrackingEntry) bool { return e.FilePath == last.FilePath }) {
 			entries = append(entries, next...)
 			continue
 		}
@@ -366,7 +366,7 @@ func (m *merger) split(buffered []mutation) ([]*merger, error) {
 		targets[i] = target
 		if weight[target] == 0 {
 			touched++
-			weight[target] = max(m.prev[target].FileSizeInBytes, 1)
+			weight[target] = max(m.opts.weight(m.prev[target]), 1)
 			total += weight[target]
 		}
 	}
@@ -521,7 +521,7 @@ func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.Tracki
 		rows += e.RecordCount
 	}
 	if rows > 0 {
-		m.avgEntrySize = float64(size) / float64(rows)
+		m.avgEntrySize = max(float64(size)/float64(rows), opts.minEntrySize())
 	}
 	return m, nil
 }
@@ -550,11 +550,11 @@ func (m *merger) merge() error {
 		start := m.head.target
 		// Pull small untouched files before the run into it while they
 		// fit in one file with the run's first file.
-		size := m.prev[start].FileSizeInBytes
-		for start > next && m.prev[start-1].FileSizeInBytes < m.opts.MinFileSize &&
-			size+m.prev[start-1].FileSizeInBytes <= maxSize {
+		size := m.opts.weight(m.prev[start])
+		for start > next && m.opts.weight(m.prev[start-1]) < m.opts.MinFileSize &&
+			size+m.opts.weight(m.prev[start-1]) <= maxSize {
 			start--
-			size += m.prev[start].FileSizeInBytes
+			size += m.opts.weight(m.prev[start])
 		}
 		m.carry(next, start)
 		if err := m.openRun(); err != nil {
@@ -605,7 +605,7 @@ func (m *merger) absorbNext(cur int) bool {
 		return false
 	}
 	open = max(open, int64(float64(rows)*m.avgEntrySize))
-	size := m.prev[n].FileSizeInBytes
+	size := m.opts.weight(m.prev[n])
 	return open < m.opts.MinFileSize || size < m.opts.MinFileSize && open+size <= m.opts.maxFileSize()
 }
 

@@ -14,12 +14,29 @@ import (
 // deletes (runs of keys and scattered ones). After every commit the index
 // holds exactly the model's entries, in cluster order, and every range file
 // but the last is between half and one and a half targets; the last may be
-// smaller, never larger.
+// smaller, never larger. The target is a size in bytes, then a number of
+// entries (with a size no file reaches).
 func TestMergeKeepsFilesNearTarget(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rw   RangeWriterOptions
+		// measure is what a file counts for against target.
+		target  int64
+		measure func(format.TrackingEntry) int64
+	}{
+		{"bytes", RangeWriterOptions{TargetFileSize: 8 << 10, TargetFileEntries: 1 << 30}, 8 << 10,
+			func(e format.TrackingEntry) int64 { return e.FileSizeInBytes }},
+		{"entries", RangeWriterOptions{TargetFileSize: 1 << 30, TargetFileEntries: 300}, 300,
+			func(e format.TrackingEntry) int64 { return e.RecordCount }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testMergeKeepsFilesNear(t, tc.rw, tc.target, tc.measure) })
+	}
+}
+
+func testMergeKeepsFilesNear(t *testing.T, rw RangeWriterOptions, target int64, measure func(format.TrackingEntry) int64) {
 	x := newMergeFixture(t, testIndexSchema(t))
-	const target = 8 << 10
-	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: target, RowGroupRows: 256, BatchRows: 64, PageSizeBytes: 2048},
-		ReadBatchRows: 300}
+	rw.RowGroupRows, rw.BatchRows, rw.PageSizeBytes = 256, 64, 2048
+	x.opts = MergeOptions{RangeWriterOptions: rw, ReadBatchRows: 300}
 	r := rand.New(rand.NewPCG(3, 4))
 	payload := func() string { return fmt.Sprintf("%016x", r.Uint64()) }
 	live := map[int64]string{}
@@ -48,7 +65,7 @@ func TestMergeKeepsFilesNearTarget(t *testing.T) {
 		}
 		for i, e := range res.Entries {
 			last := i == len(res.Entries)-1
-			if e.FileSizeInBytes > target*3/2 || !last && e.FileSizeInBytes < target/2 {
+			if m := measure(e); m > target*3/2 || !last && m < target/2 {
 				t.Fatalf("commit %d: range file %d of %d is %d bytes (%d entries), outside [%d, %d]",
 					step, i, len(res.Entries), e.FileSizeInBytes, e.RecordCount, target/2, target*3/2)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
@@ -23,6 +24,13 @@ import (
 // enough that a 10M-entry index is tens of files, not thousands. README
 // ("Range file size") has the measurements behind it.
 const DefaultTargetFileSize = 4 << 20
+
+// DefaultTargetFileEntries is the number of entries range files aim for
+// when none is configured, whatever their size: an index of narrow entries
+// (a primary key, its file and position) packs millions of them into a few
+// MiB, and a commit that changes a few keys would rewrite all of them.
+// README ("Range file size") has the measurements behind it.
+const DefaultTargetFileEntries = 128 << 10
 
 // RangeWriterOptions tune how entries become range files.
 type RangeWriterOptions struct {
@@ -34,6 +42,11 @@ type RangeWriterOptions struct {
 	// clustering keys, which must share a file, and the last file of an
 	// index fall outside). Default: DefaultTargetFileSize (4 MiB).
 	TargetFileSize int64
+	// TargetFileEntries is the number of entries range files aim for: an
+	// entry counts for at least TargetFileSize/TargetFileEntries bytes in
+	// every size rule above, so a file reaches its target at whichever of
+	// the two it reaches first. Default: DefaultTargetFileEntries.
+	TargetFileEntries int64
 	// RowGroupRows caps the rows of a Parquet row group. Default: 131072.
 	RowGroupRows int
 	// PageSizeBytes is the Parquet data page size: smaller pages let
@@ -49,9 +62,19 @@ type RangeWriterOptions struct {
 	Allocator memory.Allocator
 }
 
+// ConfiguredRangeWriter returns the range file options that cfg sets,
+// writing through store.
+func ConfiguredRangeWriter(cfg config.BuildConfig, store *objstore.Store) RangeWriterOptions {
+	return RangeWriterOptions{TargetFileSize: int64(cfg.TargetFileSize), TargetFileEntries: cfg.TargetFileEntries,
+		RowGroupRows: cfg.RowGroupRows, Store: store}
+}
+
 func (o *RangeWriterOptions) ensureDefaults() {
 	if o.TargetFileSize <= 0 {
 		o.TargetFileSize = DefaultTargetFileSize
+	}
+	if o.TargetFileEntries <= 0 {
+		o.TargetFileEntries = DefaultTargetFileEntries
 	}
 	if o.RowGroupRows <= 0 {
 		o.RowGroupRows = 128 * 1024
@@ -73,6 +96,18 @@ func (o *RangeWriterOptions) ensureDefaults() {
 // within the band of 1.5 targets for the estimate to fall short of the
 // final size (the footer, the last pages).
 func (o *RangeWriterOptions) maxFileSize() int64 { return o.TargetFileSize + o.TargetFileSize/4 }
+
+// minEntrySize is the least an entry counts for against the target size:
+// the target's bytes spread over its entries.
+func (o *RangeWriterOptions) minEntrySize() float64 {
+	return float64(o.TargetFileSize) / float64(o.TargetFileEntries)
+}
+
+// weight is what a range file counts for against the target size: its
+// bytes, or its entries at minEntrySize each when that is more.
+func (o *RangeWriterOptions) weight(e format.TrackingEntry) int64 {
+	return max(e.FileSizeInBytes, int64(float64(e.RecordCount)*o.minEntrySize()))
+}
 
 // RangeWriter writes entries in cluster order into range files under dir,
 // one by one (Add) or as slices of Arrow batches (AddRows), which go to the
@@ -451,7 +486,7 @@ func (w *RangeWriter) shouldClose(ahead int64) bool {
 		return false
 	}
 	target, limit := w.opts.TargetFileSize, w.opts.maxFileSize()
-	perEntry := float64(w.size) / float64(w.rows)
+	perEntry := max(float64(w.size)/float64(w.rows), w.opts.minEntrySize())
 	size := int64(perEntry * float64(rows))
 	if size >= limit {
 		return true
@@ -563,8 +598,8 @@ func (w *RangeWriter) open() (rows, size int64) {
 	if w.file == nil || w.rows == 0 {
 		return rows, 0
 	}
-	size = w.file.EstimatedSize()
-	return rows, size + int64(float64(size)/float64(w.rows)*float64(w.queued()))
+	perEntry := max(float64(w.file.EstimatedSize())/float64(w.rows), w.opts.minEntrySize())
+	return rows, int64(perEntry * float64(rows))
 }
 
 // Close finishes the last file and returns the tracking entries of every

@@ -130,9 +130,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		u := updater.New(tables, indexes, store, id, ref.Index, updater.Options{
 			Policy:               updater.Policy(rc.Policy),
 			AdaptiveMaxSnapshots: rc.Adaptive.MaxSnapshotsBehind, AdaptiveMaxLag: time.Duration(rc.Adaptive.MaxLag),
-			Range: compactor.RangeWriterOptions{
-				TargetFileSize: int64(cfg.Build.TargetFileSize), RowGroupRows: cfg.Build.RowGroupRows, Store: files,
-			},
+			Range:        compactor.ConfiguredRangeWriter(cfg.Build, files),
 			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir, MergeParallelism: share,
 			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
 			Events: events, Logger: log,

@@ -468,7 +468,47 @@ func convertArray(ctx context.Context, arr arrow.Array, want arrow.DataType) (ar
 	if ext, ok := want.(arrow.ExtensionType); ok {
 		return array.NewExtensionArrayWithStorage(ext, arr), nil
 	}
+	if d, ok := arr.(*array.Dictionary); ok && arrow.TypeEqual(d.Dictionary().DataType(), want) {
+		if out := unpackBinary(compute.GetAllocator(ctx), d); out != nil {
+			return out, nil
+		}
+	}
 	return compute.CastArray(ctx, arr, compute.SafeCastOptions(want))
+}
+
+// unpackBinary turns a dictionary of strings or binary values into the
+// values, row by row; nil for other value types. A lookup unpacks the _file
+// of a row or a few: through a compute kernel, finding the kernel and
+// setting up its execution cost more than the copy.
+func unpackBinary(mem memory.Allocator, d *array.Dictionary) arrow.Array {
+	n := d.Len()
+	switch dict := d.Dictionary().(type) {
+	case *array.String:
+		b := array.NewStringBuilder(mem)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range n {
+			if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
+				b.AppendNull()
+			} else {
+				b.Append(dict.Value(d.GetValueIndex(i)))
+			}
+		}
+		return b.NewArray()
+	case *array.Binary:
+		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
+		defer b.Release()
+		b.Reserve(n)
+		for i := range n {
+			if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
+				b.AppendNull()
+			} else {
+				b.Append(dict.Value(d.GetValueIndex(i)))
+			}
+		}
+		return b.NewArray()
+	}
+	return nil
 }
 
 // Close releases the file. It does not close the reader given to

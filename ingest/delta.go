@@ -488,16 +488,7 @@ func (d *delta) diffBoth(p *bothPlan) error {
 	if keep.IsEmpty() {
 		return nil
 	}
-	rows := ref.file.Count()
-	restrictedOld, err := restrict(delOld, keep, rows)
-	if err != nil {
-		return err
-	}
-	restrictedNew, err := restrict(delNew, keep, rows)
-	if err != nil {
-		return err
-	}
-	return d.diffFile(ref.file, restrictedOld, restrictedNew)
+	return d.diffFile(ref.file, restrict(delOld, keep), restrict(delNew, keep))
 }
 
 // livePositions returns the positions of the rows of file live under
@@ -529,22 +520,10 @@ func positionsOf(fd *tablescan.FileDeletes) (*roaring64.Bitmap, error) {
 	return tablescan.FromDV(fd.Positions)
 }
 
-// restrict returns the delete state fd with every position of [0, rows)
-// outside keep deleted too, so that a scan passes on only rows at keep.
-func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap, rows int64) (*tablescan.FileDeletes, error) {
-	dead, err := positionsOf(fd)
-	if err != nil {
-		return nil, err
-	}
-	outside := roaring64.New()
-	outside.AddRange(0, uint64(max(rows, 0)))
-	outside.AndNot(keep)
-	dead.Or(outside)
-	pos, err := tablescan.ToDV(dead)
-	if err != nil {
-		return nil, err
-	}
-	return &tablescan.FileDeletes{Positions: pos, Equality: fd.Equality}, nil
+// restrict returns the delete state fd limited to the rows at keep, so that
+// a scan reads only the row groups holding them and passes on only them.
+func restrict(fd *tablescan.FileDeletes, keep *roaring64.Bitmap) *tablescan.FileDeletes {
+	return &tablescan.FileDeletes{Positions: fd.Positions, Equality: fd.Equality, Within: keep}
 }
 
 // equalityGroup names the equality fields of an equality delete file, in

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/objstore"
@@ -28,13 +30,18 @@ type SnapshotReader struct {
 	// fileField and posField are the index fields holding _file and _pos;
 	// 0 when the index stores no row locations.
 	fileField, posField int
-	// rowGroupsRead counts the row groups ResolveEquality read.
-	rowGroupsRead atomic.Int64
+	// rowGroupsRead counts the row groups ResolveEquality read, rowsRead
+	// the entries whose keys it decoded.
+	rowGroupsRead, rowsRead atomic.Int64
 }
 
 // RowGroupsRead is the number of row groups of range files that
 // ResolveEquality has read so far.
 func (r *SnapshotReader) RowGroupsRead() int64 { return r.rowGroupsRead.Load() }
+
+// RowsRead is the number of entries whose keys ResolveEquality has decoded
+// so far: those of the pages that may hold its keys.
+func (r *SnapshotReader) RowsRead() int64 { return r.rowsRead.Load() }
 
 // NewSnapshotReader reads the index snapshot whose range files are entries
 // (its tracking file's, in cluster order) through store; a nil store reads
@@ -74,7 +81,8 @@ func (r *SnapshotReader) HasLocation() bool { return r.fileField != 0 && r.posFi
 // into are found by one merge of the sorted keys with the tracking file's
 // group_max_value keys, and each such file is read once, sequentially,
 // merge-joined with the keys in its range. A batch of keys costs one pass
-// over the range files it touches, never a lookup per key. This implements
+// over the range files it touches, never a lookup per key; the files are
+// read in parallel, up to GOMAXPROCS at a time. This implements
 // ingest.EqualityResolver, the table delta's fast path.
 func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (map[string][]int64, bool, error) {
 	cluster := r.is.ClusterFields()
@@ -124,6 +132,11 @@ func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tu
 	// File i holds keys in [max of file i-1, max of file i]: both ends
 	// inclusive, since a run of equal prefixes may span files. A missing
 	// group_max_value (nil) bounds nothing.
+	type join struct {
+		file int
+		keys [][]byte
+	}
+	var joins []join
 	k := 0
 	for i := range r.entries {
 		var lo, hi []byte
@@ -144,8 +157,22 @@ func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tu
 		if end == k {
 			continue
 		}
-		if err := r.joinFile(ctx, &r.entries[i], types, keys[k:end], out); err != nil {
-			return nil, false, err
+		joins = append(joins, join{i, keys[k:end]})
+	}
+	// The files are joined at the same time, each into its own map.
+	found := make([]map[string][]int64, len(joins))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for j, jn := range joins {
+		found[j] = map[string][]int64{}
+		g.Go(func() error { return r.joinFile(gctx, &r.entries[jn.file], types, jn.keys, found[j]) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, false, err
+	}
+	for _, m := range found {
+		for path, pos := range m {
+			out[path] = append(out[path], pos...)
 		}
 	}
 	return out, true, nil
@@ -180,67 +207,103 @@ func (r *SnapshotReader) groupMaxPrefixes(types []iceberg.Type) ([][]byte, error
 	return out, nil
 }
 
-// joinFile reads one range file in cluster order and merge-joins its
-// entries' leading fields with keys (sorted), adding the locations of the
-// matches to out.
+// joinFile merge-joins keys (sorted) with one range file and adds the
+// locations of the matches to out. Only the row groups, and within them the
+// pages, whose bounds of the leading cluster field may hold a key are read,
+// and in two passes: the key columns find the matching rows, then _file
+// and _pos are read for those rows alone, _file as dictionary indices
+// turned into strings only for the matches (format.RangeFileReader.ReadRows).
+// A few keys at the key tail read the last pages of one file; keys spread
+// over the index never decode its _file strings.
 func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry, types []iceberg.Type, keys [][]byte, out map[string][]int64) error {
 	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{})
 	if err != nil {
 		return err
 	}
 	defer rf.Close()
-	ids := make([]int, 0, len(types)+2)
+	ids := make([]int, 0, len(types))
 	for _, cf := range r.is.ClusterFields()[:len(types)] {
 		ids = append(ids, cf.ID)
 	}
-	ids = append(ids, r.fileField, r.posField)
+	firsts, nulls, ok := leadingValues(types[0], keys)
 	key := make(format.Key, len(types))
 	var enc []byte
 	k := 0
-	groups := r.rowGroupsHolding(rf.RangeFileReader, types[0], keys)
-	r.rowGroupsRead.Add(int64(len(groups)))
-	err = rf.Read(ctx, ids, groups, func(rec arrow.RecordBatch) error {
-		files, pos, err := locationColumns(rec, len(types), te.FilePath)
+	for g := range rf.NumRowGroups() {
+		_, stats := rf.RowGroupStats(g)
+		if ok && !mayHold(types[0], firsts, nulls, stats[ids[0]]) {
+			continue
+		}
+		r.rowGroupsRead.Add(1)
+		candidates, all, err := r.pagesHolding(rf.RangeFileReader, g, ids[0], types[0], firsts, nulls, ok)
 		if err != nil {
-			return err
+			return fmt.Errorf("resolve equality deletes in range file %s: %w", te.FilePath, err)
 		}
-		for row := 0; row < int(rec.NumRows()) && k < len(keys); row++ {
-			for i, t := range types {
-				key[i] = format.ValueAtAs(t, rec.Column(i), row)
-			}
-			if enc, err = format.AppendKey(enc[:0], types, key); err != nil {
-				return err
-			}
-			for k < len(keys) && bytes.Compare(keys[k], enc) < 0 {
-				k++
-			}
-			if k < len(keys) && bytes.Equal(keys[k], enc) {
-				if files.IsNull(row) || pos.IsNull(row) {
-					return format.MarkCorruption(te.FilePath, fmt.Errorf("entry %d has no row location", row))
+		var rows []int64
+		var off int64
+		collect := func(rec arrow.RecordBatch) error {
+			for row := 0; row < int(rec.NumRows()) && k < len(keys); row++ {
+				for i, t := range types {
+					key[i] = format.ValueAtAs(t, rec.Column(i), row)
 				}
-				path := files.Value(row)
-				out[path] = append(out[path], pos.Value(row))
+				if enc, err = format.AppendKey(enc[:0], types, key); err != nil {
+					return err
+				}
+				for k < len(keys) && bytes.Compare(keys[k], enc) < 0 {
+					k++
+				}
+				if k < len(keys) && bytes.Equal(keys[k], enc) {
+					if all {
+						rows = append(rows, off+int64(row))
+					} else {
+						rows = append(rows, candidates[off+int64(row)])
+					}
+				}
 			}
+			off += rec.NumRows()
+			r.rowsRead.Add(rec.NumRows())
+			return nil
 		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("resolve equality deletes in range file %s: %w", te.FilePath, err)
+		if all {
+			err = rf.Read(ctx, ids, []int{g}, collect)
+		} else {
+			err = rf.ReadRows(ctx, ids, g, candidates, collect)
+		}
+		if err == nil && len(rows) > 0 {
+			err = rf.ReadRows(ctx, []int{r.fileField, r.posField}, g, rows, func(rec arrow.RecordBatch) error {
+				files, pos, err := locationColumns(rec, 0, te.FilePath)
+				if err != nil {
+					return err
+				}
+				for row := range int(rec.NumRows()) {
+					if files.IsNull(row) || pos.IsNull(row) {
+						return format.MarkCorruption(te.FilePath, fmt.Errorf("entry %d has no row location", row))
+					}
+					path := files.Value(row)
+					out[path] = append(out[path], pos.Value(row))
+				}
+				return nil
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("resolve equality deletes in range file %s: %w", te.FilePath, err)
+		}
+		if k == len(keys) {
+			break
+		}
 	}
 	return nil
 }
 
-// rowGroupsHolding returns the row groups of rf whose statistics of the
-// leading cluster field (of type t) may hold the first value of one of keys
-// (sorted encodings of key prefixes), so that a few keys read a few row
-// groups of a file, not all of it. Row groups without bounds are kept.
-func (r *SnapshotReader) rowGroupsHolding(rf *format.RangeFileReader, t iceberg.Type, keys [][]byte) []int {
-	var firsts []any // the distinct non-null first values, sorted
-	nulls := false
+// leadingValues decodes the first field (of type t) of keys (sorted
+// encodings of key prefixes): its distinct non-null values, sorted, and
+// whether some key's is null. ok is false when a key does not decode: then
+// no row group or page can be pruned.
+func leadingValues(t iceberg.Type, keys [][]byte) (firsts []any, nulls, ok bool) {
 	for _, enc := range keys {
 		k, _, err := format.DecodeKey(enc, []iceberg.Type{t})
 		if err != nil {
-			return nil // cannot tell: read every row group
+			return nil, false, false
 		}
 		if k[0] == nil {
 			nulls = true
@@ -249,23 +312,49 @@ func (r *SnapshotReader) rowGroupsHolding(rf *format.RangeFileReader, t iceberg.
 		firsts = append(firsts, k[0])
 	}
 	slices.SortFunc(firsts, func(a, b any) int { return format.Compare(t, a, b) })
-	id := r.is.ClusterFields()[0].ID
-	groups := []int{}
-	for g := range rf.NumRowGroups() {
-		_, stats := rf.RowGroupStats(g)
-		st := stats[id]
-		if st == nil || st.LowerBound == nil || st.UpperBound == nil {
-			groups = append(groups, g)
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(firsts, st.LowerBound, func(v, lo any) int { return format.Compare(t, v, lo) })
-		inRange := i < len(firsts) && format.Compare(t, firsts[i], st.UpperBound) <= 0
-		mayHoldNull := st.NullValueCount == nil || *st.NullValueCount > 0
-		if inRange || nulls && mayHoldNull {
-			groups = append(groups, g)
+	return firsts, nulls, true
+}
+
+// mayHold reports whether a row group or page whose statistics of the
+// leading cluster field (of type t) are st may hold one of firsts (sorted),
+// or a null when nulls. Without bounds it may.
+func mayHold(t iceberg.Type, firsts []any, nulls bool, st *format.FieldStats) bool {
+	if st == nil || st.LowerBound == nil || st.UpperBound == nil {
+		return true
+	}
+	i, _ := slices.BinarySearchFunc(firsts, st.LowerBound, func(v, lo any) int { return format.Compare(t, v, lo) })
+	inRange := i < len(firsts) && format.Compare(t, firsts[i], st.UpperBound) <= 0
+	mayHoldNull := st.NullValueCount == nil || *st.NullValueCount > 0
+	return inRange || nulls && mayHoldNull
+}
+
+// pagesHolding returns the rows of the pages of row group g that may hold
+// one of firsts (see mayHold) by the page index of field; all is true when
+// no page can be pruned (or the file has no page index, or pruning is off),
+// and the row group is read whole.
+func (r *SnapshotReader) pagesHolding(rf *format.RangeFileReader, g, field int, t iceberg.Type, firsts []any, nulls, prune bool) (rows []int64, all bool, err error) {
+	if !prune {
+		return nil, true, nil
+	}
+	pages, err := rf.PageStats(g, field)
+	if err != nil || len(pages) == 0 {
+		return nil, true, err
+	}
+	var kept []format.PageStats
+	for _, p := range pages {
+		if p.OnlyNulls && nulls || !p.OnlyNulls && mayHold(t, firsts, nulls, p.Stats) {
+			kept = append(kept, p)
 		}
 	}
-	return groups
+	if len(kept) == len(pages) {
+		return nil, true, nil
+	}
+	for _, p := range kept {
+		for row := p.FirstRow; row < p.FirstRow+p.Rows; row++ {
+			rows = append(rows, row)
+		}
+	}
+	return rows, false, nil
 }
 
 // locationColumns returns the _file and _pos columns of a batch read with

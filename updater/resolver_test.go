@@ -16,16 +16,30 @@ import (
 // TestResolverReadsOnlyTheRowGroupsOfItsKeys: equality deletes of two keys,
 // resolved through a pk index whose one range file has many row groups,
 // find the rows of both keys and read only the two row groups that the
-// statistics of the key column say can hold them.
+// statistics of the key column say can hold them; with one row group of
+// small pages, only the pages that the page index says can hold them.
 func TestResolverReadsOnlyTheRowGroupsOfItsKeys(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rw   compactor.RangeWriterOptions
+		// groups and rows are the most row groups and entries read.
+		groups, rows int64
+	}{
+		{"row groups", compactor.RangeWriterOptions{TargetFileSize: 1 << 30, RowGroupRows: 16}, 2, 32},
+		{"pages", compactor.RangeWriterOptions{TargetFileSize: 1 << 30, PageSizeBytes: 64, BatchRows: 7}, 1, 32},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testResolverReadsOnly(t, tc.rw, tc.groups, tc.rows) })
+	}
+}
+
+func testResolverReadsOnly(t *testing.T, rw compactor.RangeWriterOptions, groups, maxRows int64) {
 	e := newEnv(t, 2)
 	var rows [][]any
 	for i := range int64(200) {
 		rows = append(rows, row(i, 0))
 	}
 	tbl, files := testtables.Append(t, e.tbl, rows...)
-	u := New(e.cat, e.indexes, e.store, e.tbl.Identifier(), "pk", Options{
-		Range: compactor.RangeWriterOptions{TargetFileSize: 1 << 30, RowGroupRows: 16}})
+	u := New(e.cat, e.indexes, e.store, e.tbl.Identifier(), "pk", Options{Range: rw})
 	ctx := context.Background()
 	if _, err := align(ctx, u, nil); err != nil {
 		t.Fatal(err)
@@ -54,8 +68,11 @@ func TestResolverReadsOnlyTheRowGroupsOfItsKeys(t *testing.T) {
 	if want := []int64{5, 150}; len(got) != 1 || !slices.Equal(sorted(got[files[0].FilePath()]), want) {
 		t.Errorf("resolved %v, want positions %v of %s", got, want, files[0].FilePath())
 	}
-	if n := r.RowGroupsRead(); n != 2 {
-		t.Errorf("read %d row groups of 13 for two keys, want 2", n)
+	if n := r.RowGroupsRead(); n != groups {
+		t.Errorf("read %d row groups for two keys, want %d", n, groups)
+	}
+	if n := r.RowsRead(); n > maxRows {
+		t.Errorf("decoded the keys of %d entries of 200 for two keys, want at most %d", n, maxRows)
 	}
 }
 

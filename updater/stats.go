@@ -39,8 +39,12 @@ type Publication struct {
 	// timestamp-ms), Committed when the index snapshot was: the difference
 	// is the index's lag for that snapshot.
 	SourceCommitted, Committed time.Time
-	// Took is the time from the start of the update to its commit.
-	Took time.Duration
+	// Took is the time from the start of the update to its commit; of it,
+	// an incremental update spent Staged computing and staging the delta
+	// (0 when it was staged ahead), Merged rewriting range files and
+	// Published committing the index snapshot.
+	Took                      time.Duration
+	Staged, Merged, Published time.Duration
 	// FullBuild is true when every live row was indexed anew.
 	FullBuild bool
 	// StagedMutations are the delta's entry mutations staged by this update

@@ -304,6 +304,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	if err := stageDelta(is, stage, resolver, pub); err != nil {
 		return err
 	}
+	staged := time.Now()
 	delta := func(yield func(key, value []byte, count int) bool) error {
 		err := u.store.Iterate(stage, next.SnapshotID, func(k, v []byte, c int) error {
 			if !yield(k, v, c) {
@@ -325,6 +326,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	// The snapshot about to be published gets its id now, so that the delta
 	// of the following source snapshot can be staged under its name while
 	// it commits.
+	merged := time.Now()
 	snapID := flush.NewSnapshotID(md)
 	var ahead *stagingAhead
 	if after := u.following(chain, next); after != nil {
@@ -344,6 +346,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 		return err
 	}
 	committed := time.Now()
+	pub.Staged, pub.Merged, pub.Published = staged.Sub(began), merged.Sub(staged), committed.Sub(merged)
 	// Every stage that applies to the previous index snapshot is spent.
 	u.dropStages(stage)
 	pub.FilesWritten, pub.FilesRewritten, pub.FilesReused, pub.BytesWritten = res.Written, res.Rewritten, res.Reused, res.BytesWritten
@@ -502,6 +505,10 @@ func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publ
 	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "skipped", pub.Skipped,
 		"files_written", pub.FilesWritten, "files_reused", pub.FilesReused, "entries", pub.EntriesRewritten, "bytes", pub.BytesWritten,
 		"took", pub.Took.Round(time.Millisecond))
+	if !pub.FullBuild {
+		u.log.Debug("incremental update phases", "source_snapshot", snap.SnapshotID, "staged", pub.Staged.Round(time.Millisecond),
+			"merged", pub.Merged.Round(time.Millisecond), "published", pub.Published.Round(time.Millisecond))
+	}
 	u.sinceEx++
 	if u.sinceEx >= u.opts.ExpireEvery {
 		u.sinceEx = 0

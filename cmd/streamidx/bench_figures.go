@@ -97,17 +97,17 @@ func benchBuild(ctx context.Context, b *bench) error {
 
 // benchIncremental: one upsert commit of 0.1% of the orders at the key
 // tail, then one spread uniformly, each published by the updater as an
-// incremental update of pk, beside the full build of the same index. The
-// index is built with range files of about a tenth of its size, so that an
-// update can reuse some.
+// incremental update of pk, beside the full build of the same index, all
+// with the configured range file rule (by default 4 MiB or 131072 entries,
+// whichever a file reaches first).
 func benchIncremental(ctx context.Context, b *bench) error {
 	_, e, id, tbl, err := b.openFreshTable(ctx, appendTable)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	rw := compactor.RangeWriterOptions{TargetFileSize: max(b.rows/4, 64<<10), RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store}
-	b.note("incremental: full build of pk with %s range files (the baseline)", humanBytes(rw.TargetFileSize))
+	rw := compactor.ConfiguredRangeWriter(e.cfg.Build, e.store)
+	b.note("incremental: full build of pk with range files of %s or %d entries (the baseline)", humanBytes(rw.TargetFileSize), rw.TargetFileEntries)
 	rebuild, err := b.buildInProcess(ctx, e, tbl, id, "pk", rw)
 	if err != nil {
 		return err
@@ -143,8 +143,9 @@ func benchIncremental(ctx context.Context, b *bench) error {
 		if p == nil || p.FullBuild || !st.Aligned {
 			return fmt.Errorf("update pk after the %s upserts: no incremental index snapshot (%+v)", pattern, st)
 		}
-		b.note("incremental: %s: %s, %d entries rewritten, range files %d rewritten / %d reused", pattern, p.Took.Round(time.Millisecond),
-			p.EntriesRewritten, p.FilesRewritten, p.FilesReused)
+		b.note("incremental: %s: %s (delta staged %s, merged %s, published %s), %d entries rewritten, range files %d rewritten / %d reused",
+			pattern, p.Took.Round(time.Millisecond), p.Staged.Round(time.Millisecond), p.Merged.Round(time.Millisecond),
+			p.Published.Round(time.Millisecond), p.EntriesRewritten, p.FilesRewritten, p.FilesReused)
 		name := "incremental." + pattern + "-0.1pct."
 		t := figure{Name: name + "time", Value: p.Took.Seconds(), Unit: "s", Baseline: "full rebuild", BaselineValue: ptr(rebuild.Seconds())}
 		rate := float64(p.EntriesRewritten) / p.Took.Seconds()

@@ -184,14 +184,14 @@ func (b *bench) openEnv(ctx context.Context) (*env, error) {
 }
 
 // prepareTable writes the orders table and builds its indexes, unless the
-// pristine copy of an earlier run has the same size and target file size.
+// pristine copy of an earlier run has the same size and range file rule.
 func (b *bench) prepareTable(ctx context.Context) error {
 	cfg, err := b.g.config()
 	if err != nil {
 		return err
 	}
 	marker := filepath.Join(b.pristineDir(), ".streamidx-bench")
-	want := fmt.Sprintf("orders %d, target file size %s, row groups %d\n", b.rows, cfg.Build.TargetFileSize, cfg.Build.RowGroupRows)
+	want := fmt.Sprintf("orders %d, %s\n", b.rows, rangeFileRule(cfg.Build))
 	if got, err := os.ReadFile(marker); err == nil && string(got) == want {
 		b.note("reusing the table and indexes in %s", b.pristineDir())
 		return nil
@@ -248,9 +248,8 @@ func (b *bench) writeTable(ctx context.Context, e *env) error {
 		began, last := time.Now(), time.Now()
 		res, err := updater.BuildAndPublish(ctx, e.indexes, tbl, name, md, tbl.CurrentSnapshot(), updater.BuildOptions{
 			Build: compactor.BuildOptions{
-				RangeWriterOptions: compactor.RangeWriterOptions{TargetFileSize: int64(e.cfg.Build.TargetFileSize),
-					RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store},
-				MemoryBudget: int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir, Logger: b.log,
+				RangeWriterOptions: compactor.ConfiguredRangeWriter(e.cfg.Build, e.store),
+				MemoryBudget:       int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir, Logger: b.log,
 				Progress: func(p compactor.BuildProgress) {
 					if time.Since(last) >= 10*time.Second {
 						last = time.Now()

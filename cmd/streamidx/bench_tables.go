@@ -70,8 +70,7 @@ func (b *bench) freshTable(ctx context.Context, spec benchTableSpec) (string, er
 	}
 	dir, pristine := b.tableDir(spec.name), b.tablePristine(spec.name)
 	marker := filepath.Join(pristine, ".streamidx-bench")
-	want := fmt.Sprintf("orders %d, upsert commits %d of %d keys, target file size %s, row groups %d\n", b.rows, spec.upserts,
-		b.upsertKeys(), cfg.Build.TargetFileSize, cfg.Build.RowGroupRows)
+	want := fmt.Sprintf("orders %d, upsert commits %d of %d keys, %s\n", b.rows, spec.upserts, b.upsertKeys(), rangeFileRule(cfg.Build))
 	if got, err := os.ReadFile(marker); err != nil || string(got) != want {
 		if err := b.writeStoredTable(ctx, spec); err != nil {
 			return "", fmt.Errorf("write the %s table: %w", spec.name, err)
@@ -171,6 +170,12 @@ func (b *bench) createIndex(ctx context.Context, e *env, tbl *table.Table, id ta
 	return err
 }
 
+// rangeFileRule describes the range file options of build, for the marker
+// that tells whether a stored table's index was built with them.
+func rangeFileRule(build config.BuildConfig) string {
+	return fmt.Sprintf("target file size %s or %d entries, row groups %d", build.TargetFileSize, build.TargetFileEntries, build.RowGroupRows)
+}
+
 // buildInProcess builds and publishes index name of tbl's current snapshot,
 // with the configuration's range file options unless rw sets its own.
 func (b *bench) buildInProcess(ctx context.Context, e *env, tbl *table.Table, id table.Identifier, name string, rw compactor.RangeWriterOptions) (time.Duration, error) {
@@ -178,11 +183,8 @@ func (b *bench) buildInProcess(ctx context.Context, e *env, tbl *table.Table, id
 	if err != nil {
 		return 0, err
 	}
-	if rw.TargetFileSize == 0 {
-		rw.TargetFileSize = int64(e.cfg.Build.TargetFileSize)
-	}
-	if rw.RowGroupRows == 0 {
-		rw.RowGroupRows = e.cfg.Build.RowGroupRows
+	if rw == (compactor.RangeWriterOptions{}) {
+		rw = compactor.ConfiguredRangeWriter(e.cfg.Build, e.store)
 	}
 	rw.Store = e.store
 	began, last := time.Now(), time.Now()

@@ -41,15 +41,11 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	// An explicit build adds its snapshot on top of whatever is current.
 	res, err := updater.BuildAndPublish(ctx, t.indexes, t.tbl, f.index, t.md, snap, updater.BuildOptions{
 		Build: compactor.BuildOptions{
-			RangeWriterOptions: compactor.RangeWriterOptions{
-				TargetFileSize: int64(t.cfg.Build.TargetFileSize),
-				RowGroupRows:   t.cfg.Build.RowGroupRows,
-				Store:          t.store,
-			},
-			MemoryBudget: int64(t.cfg.Build.MemoryBudget),
-			SpillDir:     t.cfg.Build.SpillDir,
-			Logger:       t.log,
-			Progress:     progress.build,
+			RangeWriterOptions: compactor.ConfiguredRangeWriter(t.cfg.Build, t.store),
+			MemoryBudget:       int64(t.cfg.Build.MemoryBudget),
+			SpillDir:           t.cfg.Build.SpillDir,
+			Logger:             t.log,
+			Progress:           progress.build,
 		},
 	})
 	if err != nil {

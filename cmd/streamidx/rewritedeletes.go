@@ -58,9 +58,7 @@ func runRewriteDeletes(ctx context.Context, g *globals, fs *flag.FlagSet, args [
 		defer store.Close()
 		opts.Align = func(ctx context.Context, name string) error {
 			u := updater.New(e.cat, e.indexes, store, id, name, updater.Options{
-				Range: compactor.RangeWriterOptions{
-					TargetFileSize: int64(e.cfg.Build.TargetFileSize), RowGroupRows: e.cfg.Build.RowGroupRows, Store: e.store,
-				},
+				Range:        compactor.ConfiguredRangeWriter(e.cfg.Build, e.store),
 				MemoryBudget: int64(e.cfg.Build.MemoryBudget), SpillDir: e.cfg.Build.SpillDir, Logger: e.log,
 			})
 			for {

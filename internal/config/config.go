@@ -225,6 +225,11 @@ type BuildConfig struct {
 	// rewrites only the files its keys fall into. Larger files mean fewer
 	// files and larger rewrites. Default: 4MiB.
 	TargetFileSize ByteSize `yaml:"target-file-size"`
+	// TargetFileEntries is the number of entries range files aim for,
+	// whatever their size: a file reaches its target at whichever of the
+	// two it reaches first, so an index of narrow entries (millions fit in
+	// a few MiB) still rewrites little per commit. Default: 131072.
+	TargetFileEntries int64 `yaml:"target-file-entries"`
 	// RowGroupRows caps the rows of one Parquet row group. Default: 131072.
 	RowGroupRows int `yaml:"row-group-rows"`
 	// SpillDir holds sorted runs during a build. Default: the OS temp dir.
@@ -249,9 +254,10 @@ func Default() Config {
 		Catalog: CatalogConfig{Name: "default"},
 		Build: BuildConfig{
 			MemoryBudget:   512 << 20,
-			TargetFileSize: 4 << 20,
-			RowGroupRows:   128 * 1024,
-			Progress:       "auto",
+			TargetFileSize:    4 << 20,
+			TargetFileEntries: 128 << 10,
+			RowGroupRows:      128 * 1024,
+			Progress:          "auto",
 		},
 		Run: RunConfig{
 			PollInterval: Duration(10 * time.Second),
@@ -301,6 +307,7 @@ var Env = map[string]string{
 	"STREAMIDX_KAFKA_BROKERS":          "run.kafka.brokers",
 	"STREAMIDX_BUILD_MEMORY_BUDGET":    "build.memory-budget",
 	"STREAMIDX_BUILD_TARGET_FILE_SIZE": "build.target-file-size",
+	"STREAMIDX_BUILD_TARGET_FILE_ENTRIES": "build.target-file-entries",
 	"STREAMIDX_LOG_LEVEL":              "log.level",
 	"STREAMIDX_LOG_FORMAT":             "log.format",
 	"STREAMIDX_SERVE_TOKEN":            "serve.token",
@@ -333,6 +340,8 @@ func (c *Config) Set(key, value string) error {
 		c.Build.MemoryBudget, err = ParseByteSize(value)
 	case "build.target-file-size":
 		c.Build.TargetFileSize, err = ParseByteSize(value)
+	case "build.target-file-entries":
+		c.Build.TargetFileEntries, err = strconv.ParseInt(value, 10, 64)
 	case "build.row-group-rows":
 		c.Build.RowGroupRows, err = strconv.Atoi(value)
 	case "build.progress":
@@ -542,6 +551,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Build.TargetFileSize < 1 {
 		errs = append(errs, fmt.Errorf("build.target-file-size %s: want a positive size", c.Build.TargetFileSize))
+	}
+	if c.Build.TargetFileEntries < 1 {
+		errs = append(errs, fmt.Errorf("build.target-file-entries %d: want a positive number", c.Build.TargetFileEntries))
 	}
 	if c.Build.RowGroupRows < 1 {
 		errs = append(errs, fmt.Errorf("build.row-group-rows %d: want a positive number", c.Build.RowGroupRows))

@@ -37,6 +37,28 @@ type FileDeletes struct {
 	Positions *dv.RoaringPositionBitmap
 	// Equality are the equality delete sets that apply to the file.
 	Equality []*EqualityDeletes
+	// Within, when set, limits a scan to the rows at these positions, as
+	// if every other row were deleted: row groups holding none of them are
+	// not read, and the rows of the others are tested only at them. A
+	// reader that knows which rows changed (the positions an equality
+	// delete resolved to) reads those, not the file.
+	Within *roaring64.Bitmap
+}
+
+// within reports whether a scan limited to Within reads any row of
+// [start, start+n).
+func (fd *FileDeletes) within(start, n int64) bool {
+	if fd == nil || fd.Within == nil {
+		return true
+	}
+	if n <= 0 {
+		return false
+	}
+	below := uint64(0)
+	if start > 0 {
+		below = fd.Within.Rank(uint64(start - 1))
+	}
+	return fd.Within.Rank(uint64(start+n-1)) > below
 }
 
 // DeleteIndex says which delete files of a snapshot apply to which data
@@ -545,7 +567,7 @@ func readDeleteFile(ctx context.Context, fs iceio.IO, del iceberg.DataFile, sche
 		}
 	}
 	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}
-	err = p.read(ctx, schema, so, func(rec arrow.RecordBatch, _ int64) error { return fn(rec) })
+	err = p.read(ctx, schema, so, nil, func(rec arrow.RecordBatch, _ int64) error { return fn(rec) })
 	return errJoinClose(err, p)
 }
 

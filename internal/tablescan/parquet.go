@@ -88,13 +88,18 @@ func (p *parquetFile) numRows() int64 { return p.rdr.NumRows() }
 // rules, and a field the file lacks reads as its initial default or null.
 // Row groups are read in order, so fn gets each batch with the position of
 // its first row in the file. The batch is released when fn returns.
-func (p *parquetFile) read(ctx context.Context, schema *iceberg.Schema, so table.SchemaOptions, fn func(rec arrow.RecordBatch, start int64) error) error {
+func (p *parquetFile) read(ctx context.Context, schema *iceberg.Schema, so table.SchemaOptions, wanted func(start, n int64) bool,
+	fn func(rec arrow.RecordBatch, start int64) error) error {
 	r := rowGroupReader{p: p, leaves: p.leaves(schema), schema: schema, so: so, fn: fn}
 	var start int64
 	md := p.rdr.MetaData()
 	for rg := range p.rdr.NumRowGroups() {
 		n := md.RowGroup(rg).NumRows()
 		if n == 0 {
+			continue
+		}
+		if wanted != nil && !wanted(start, n) {
+			start += n
 			continue
 		}
 		got, err := r.readRowGroup(ctx, rg, start)

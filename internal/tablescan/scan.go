@@ -320,7 +320,7 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 		batchRows: int(min(int64(opts.BatchRows), file.Count()))}
 	ctx = compute.WithAllocator(ctx, opts.Allocator)
 	so := table.SchemaOptions{IncludeFieldIDs: true, FormatVersion: opts.FormatVersion}
-	err = p.read(ctx, readSchema, so, func(rec arrow.RecordBatch, start int64) error {
+	err = p.read(ctx, readSchema, so, deletes.within, func(rec arrow.RecordBatch, start int64) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -394,7 +394,28 @@ func (f *fileReader) batch(ctx context.Context, rec arrow.RecordBatch, start int
 	var livePos []int64
 	var key []byte
 	var err error
-	for i := range n {
+	rows := func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	if w := f.deletes.Within; w != nil {
+		// Only the rows at Within's positions: found by its iterator, not
+		// tested one by one.
+		rows = func(yield func(int) bool) {
+			it := w.Iterator()
+			it.AdvanceIfNeeded(uint64(start))
+			for it.HasNext() {
+				pos := int64(it.Next())
+				if pos >= start+int64(n) || !yield(int(pos-start)) {
+					return
+				}
+			}
+		}
+	}
+	for i := range rows {
 		pos := start + int64(i)
 		if f.deletes.Positions != nil && f.deletes.Positions.Contains(uint64(pos)) {
 			f.stats.DeletedByPos++

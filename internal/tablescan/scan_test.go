@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -667,5 +668,52 @@ func TestAppendColumnKeyMatchesValueKey(t *testing.T) {
 		}
 		arr.Release()
 		b.Release()
+	}
+}
+
+// TestScanWithinReadsOnlyItsRowGroups: a scan limited to two positions
+// passes on the live one of them (the other is deleted by a DV), and reads
+// only the two row groups of two rows that hold them, of five.
+func TestScanWithinReadsOnlyItsRowGroups(t *testing.T) {
+	tbl := newTable(t, 3, nil)
+	var rows [][]any
+	for i := range int64(10) {
+		rows = append(rows, r(i, fmt.Sprint(i), float64(i)))
+	}
+	tbl, files := testtables.Append(t, tbl, rows...)
+	tbl, _ = testtables.AddDV(t, tbl, files[0], 7)
+	ctx := context.Background()
+	ix, err := PlanDeletes(ctx, tbl, tbl.CurrentSnapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletes, err := ix.Load(ctx, fs, tbl.Schema(), files[0], 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletes.Within = roaring64.BitmapOf(3, 7)
+	opts := Options{}
+	opts.EnsureDefaults()
+	proj, err := newProjection(tbl.Schema(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []liveRow
+	stats, err := scanFile(ctx, fs, proj, files[0], deletes, opts, func(rec arrow.RecordBatch) error {
+		got = append(got, liveRows(t, tbl.Schema(), rec)...)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []liveRow{want(files[0], 3, rows[3])}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("scan within positions 3 and 7 passed on %v, want %v", got, want)
+	}
+	if stats.RowsRead != 4 {
+		t.Errorf("read %d rows of 10, want 4 (the row groups of positions 3 and 7)", stats.RowsRead)
 	}
 }
