@@ -253,7 +253,7 @@ func Default() Config {
 	return Config{
 		Catalog: CatalogConfig{Name: "default"},
 		Build: BuildConfig{
-			MemoryBudget:   512 << 20,
+			MemoryBudget:      512 << 20,
 			TargetFileSize:    4 << 20,
 			TargetFileEntries: 128 << 10,
 			RowGroupRows:      128 * 1024,
@@ -300,17 +300,17 @@ func Load(path string) (Config, error) {
 
 // Env lists the environment variables that override config keys.
 var Env = map[string]string{
-	"STREAMIDX_CATALOG_URI":            "catalog.uri",
-	"STREAMIDX_CATALOG_NAME":           "catalog.name",
-	"STREAMIDX_WAREHOUSE":              "catalog.warehouse",
-	"STREAMIDX_INDEX_CATALOG":          "catalog.index-catalog",
-	"STREAMIDX_KAFKA_BROKERS":          "run.kafka.brokers",
-	"STREAMIDX_BUILD_MEMORY_BUDGET":    "build.memory-budget",
-	"STREAMIDX_BUILD_TARGET_FILE_SIZE": "build.target-file-size",
+	"STREAMIDX_CATALOG_URI":               "catalog.uri",
+	"STREAMIDX_CATALOG_NAME":              "catalog.name",
+	"STREAMIDX_WAREHOUSE":                 "catalog.warehouse",
+	"STREAMIDX_INDEX_CATALOG":             "catalog.index-catalog",
+	"STREAMIDX_KAFKA_BROKERS":             "run.kafka.brokers",
+	"STREAMIDX_BUILD_MEMORY_BUDGET":       "build.memory-budget",
+	"STREAMIDX_BUILD_TARGET_FILE_SIZE":    "build.target-file-size",
 	"STREAMIDX_BUILD_TARGET_FILE_ENTRIES": "build.target-file-entries",
-	"STREAMIDX_LOG_LEVEL":              "log.level",
-	"STREAMIDX_LOG_FORMAT":             "log.format",
-	"STREAMIDX_SERVE_TOKEN":            "serve.token",
+	"STREAMIDX_LOG_LEVEL":                 "log.level",
+	"STREAMIDX_LOG_FORMAT":                "log.format",
+	"STREAMIDX_SERVE_TOKEN":               "serve.token",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
