@@ -101,11 +101,12 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 	}
 	enc := newRecordCodec(is, schema, plan)
 	workers := max(1, min(opts.Workers, len(plan.Files)))
-	// Half the budget holds records; the rest is Arrow batches, Parquet row
-	// groups and the garbage collector's headroom.
+	// Three eighths of the budget hold records; the rest is Arrow batches,
+	// Parquet row groups, the equality deletes of the table and the garbage
+	// collector's headroom.
 	sorters := make([]*extsort.Sorter, workers)
 	for i := range sorters {
-		sorters[i] = extsort.NewSorter(opts.SpillDir, opts.MemoryBudget/2/int64(workers), opts.Logger)
+		sorters[i] = extsort.NewSorter(opts.SpillDir, opts.MemoryBudget*3/8/int64(workers), opts.Logger)
 		defer sorters[i].Close()
 	}
 

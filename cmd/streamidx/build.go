@@ -58,12 +58,17 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	return exitOK, nil
 }
 
-// limitMemory makes the Go runtime collect garbage before the heap grows
-// far past a command's budget (a build's sort buffer plus Parquet row groups
-// and Arrow batches in flight; verify's two sorts; a daemon's updates and
-// its lookup cache), unless the user set GOMEMLIMIT.
+// limitMemory makes the Go runtime collect garbage before the memory it
+// manages grows past a command's budget (a build's sort buffer plus Parquet
+// row groups and Arrow batches in flight; verify's two sorts; a daemon's
+// updates and its lookup cache) by more than an eighth (at least 64 MiB),
+// unless the user set GOMEMLIMIT. The budget is what the process may use,
+// not only its sort: without the limit the collector lets the heap grow to
+// twice what is live. The eighth left of a quarter is for what the runtime
+// does not count: the program's own pages, memory freed and not yet
+// returned to the system.
 func limitMemory(budget int64) {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(budget + 256<<20)
+		debug.SetMemoryLimit(budget + max(budget/8, 64<<20))
 	}
 }

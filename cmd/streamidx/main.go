@@ -15,10 +15,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // command is one subcommand.
@@ -92,7 +94,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if path := profilePath("STREAMIDX_MEMPROFILE"); path != "" {
 		// For measuring: the live heap at the end of the command, with
-		// what was allocated where.
+		// what was allocated where, and in path.peak the heap as the
+		// collector last found it when it was at its largest.
+		stop := profilePeakHeap(path + ".peak")
+		defer stop()
 		defer func() {
 			if f, err := os.Create(path); err == nil {
 				defer f.Close()
@@ -128,4 +133,35 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nglobal flags (before or after the command): --config FILE, --catalog-uri URI, --catalog-name NAME,")
 	fmt.Fprintln(w, "  --warehouse URI, --log-level LEVEL. With nothing given, everything lives in ./streamidx-data/.")
 	fmt.Fprintln(w, "Run 'streamidx <command> -h' for a command's flags.")
+}
+
+// profilePeakHeap writes a heap profile to path whenever the heap the last
+// garbage collection left live is the largest seen, checking five times a
+// second, until the returned function is called.
+func profilePeakHeap(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+		var peak uint64
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			metrics.Read(sample)
+			if live := sample[0].Value.Uint64(); live > peak {
+				peak = live
+				if f, err := os.Create(path); err == nil {
+					_ = pprof.WriteHeapProfile(f)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }

@@ -381,11 +381,9 @@ func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, ro
 		m, ok := ix.merged[name.String()]
 		ix.mu.Unlock()
 		if !ok {
-			m = &EqualityDeletes{FieldIDs: sets[members[0]].FieldIDs, keys: make(map[string]struct{}, keys)}
+			m = newEqualityDeletesSized(sets[members[0]].FieldIDs, keys)
 			for _, i := range members {
-				for key := range sets[i].keys {
-					m.keys[key] = struct{}{}
-				}
+				m.union(sets[i])
 			}
 			ix.mu.Lock()
 			if _, ok := ix.merged[name.String()]; !ok {

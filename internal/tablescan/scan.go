@@ -362,9 +362,7 @@ func groupEquality(sets []*EqualityDeletes, colOf map[int]int, rows int64) []eqG
 		if len(g.sets) > 1 && rows*int64(len(g.sets)) > int64(keys) {
 			merged := NewEqualityDeletes(g.sets[0].FieldIDs)
 			for _, set := range g.sets {
-				for k := range set.keys {
-					merged.keys[k] = struct{}{}
-				}
+				merged.union(set)
 			}
 			groups[i].sets = []*EqualityDeletes{merged}
 		}
