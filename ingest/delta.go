@@ -54,6 +54,10 @@ type DeltaStats struct {
 	// set of equality fields, however many equality delete files the
 	// delta adds (an updater that skips snapshots meets one per commit).
 	EqualityResolves int
+	// EqualityFromIndex counts the data files whose rows removed by added
+	// equality deletes were deleted as the index's entries say, without
+	// reading the file (see EqualityEntryResolver).
+	EqualityFromIndex int
 }
 
 // EqualityResolver finds, through an index of the old snapshot, the rows an
@@ -69,6 +73,18 @@ type EqualityResolver interface {
 	// fields (no index has them as its leading cluster fields); the delta
 	// then reads every candidate data file.
 	ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (positions map[string][]int64, ok bool, err error)
+}
+
+// EqualityEntryResolver is an EqualityResolver that can also answer with
+// the index entries of the rows it finds (every field, in EntrySchema order,
+// _file and _pos among them). A row an added equality delete removes is
+// then deleted from the index as its entry says, without reading its data
+// file: an upsert's old versions lie anywhere in the table's largest files.
+type EqualityEntryResolver interface {
+	EqualityResolver
+	// ResolveEqualityEntries is ResolveEquality answered with entries; ok
+	// is false when it cannot answer so (ResolveEquality may still).
+	ResolveEqualityEntries(ctx context.Context, fieldIDs []int, tuples []format.Key) (entries []format.Key, ok bool, err error)
 }
 
 // DeltaOptions tune ComputeDelta.
@@ -115,7 +131,25 @@ func ComputeDelta(ctx context.Context, tbl *table.Table, old, snap *table.Snapsh
 	}
 	d := &delta{
 		ctx: ctx, tbl: tbl, fs: fs, is: is, codec: format.NewEntryCodec(is), opts: opts, sink: sink,
-		resolved: map[string]*resolution{},
+		resolved: map[string]*resolution{}, fileAt: -1, posAt: -1, identity: map[int]int{},
+	}
+	for i, f := range is.Fields() {
+		if f.Kind == format.KindIdentity {
+			d.identity[f.ID] = i // an identity field has its source field's ID
+			continue
+		}
+		ref, ok := f.Expr.(format.Ref)
+		switch {
+		case !ok || f.Kind != format.KindMaterialized:
+		case ref.ID == format.FieldIDFile:
+			d.fileAt = i
+		case ref.ID == format.FieldIDPos:
+			d.posAt = i
+		default:
+			if _, have := d.identity[ref.ID]; !have {
+				d.identity[ref.ID] = i
+			}
+		}
 	}
 	if d.old, err = d.openSide(old); err != nil {
 		return d.stats, err
@@ -145,10 +179,13 @@ type fileRef struct {
 	seq  int64
 }
 
-// resolution is what the EqualityResolver said about one delete file.
+// resolution is what the EqualityResolver said about one delete file: the
+// positions it names by data file, and when it answered with entries, those
+// too.
 type resolution struct {
-	ok     bool
-	byFile map[string][]int64
+	ok      bool
+	byFile  map[string][]int64
+	entries map[string][]format.Key
 }
 
 type delta struct {
@@ -166,6 +203,11 @@ type delta struct {
 	// only by their equality field IDs, so that each group is resolved in
 	// one call.
 	addedEq map[string][]iceberg.DataFile
+	// fileAt and posAt are the places of _file and _pos in an entry (-1:
+	// none); identity maps a source field ID to the place of the entry
+	// field that holds its value unchanged.
+	fileAt, posAt int
+	identity      map[int]int
 }
 
 func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
@@ -366,6 +408,10 @@ type bothPlan struct {
 	whole     bool              // an equality delete no resolver narrowed: compare every row
 	keys      bool              // an equality delete stopped applying: compare live positions by the equality columns
 	explicit  *roaring64.Bitmap // positions an EqualityResolver named
+	// entries are the index entries at explicit, when every resolution
+	// that named them gave entries (indexed); see deleteIndexed.
+	entries []format.Key
+	indexed bool
 }
 
 // planBoth decides whether a file live in both snapshots may have changed:
@@ -388,7 +434,8 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 	for _, x := range appNew {
 		inNew[x.File.FilePath()] = true
 	}
-	p := &bothPlan{ref: ref, explicit: roaring64.New()}
+	p := &bothPlan{ref: ref, explicit: roaring64.New(), indexed: true}
+	seen := map[*resolution]bool{} // the delete files of a group share one
 	changed := false
 	classify := func(x tablescan.DeleteFile, added bool) error {
 		changed = true
@@ -412,6 +459,11 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 			if pos >= 0 {
 				p.explicit.Add(uint64(pos))
 			}
+		}
+		if !seen[r] {
+			seen[r] = true
+			p.entries = append(p.entries, r.entries[ref.file.FilePath()]...)
+			p.indexed = p.indexed && r.entries != nil
 		}
 		return nil
 	}
@@ -449,6 +501,11 @@ func (d *delta) diffBoth(p *bothPlan) error {
 	if p.whole {
 		d.stats.EqualityDeleteSlowPath++
 		return d.diffFile(ref.file, delOld, delNew)
+	}
+	if !p.keys && !p.positions && p.indexed {
+		if done, err := d.deleteIndexed(p, delNew); done || err != nil {
+			return err
+		}
 	}
 	keep := p.explicit
 	switch {
@@ -489,6 +546,57 @@ func (d *delta) diffBoth(p *bothPlan) error {
 		return nil
 	}
 	return d.diffFile(ref.file, restrict(delOld, keep), restrict(delNew, keep))
+}
+
+// deleteIndexed emits the deletes of a file that only added equality
+// deletes changed, from the entries the resolver read in the index of the
+// old snapshot: each is live there, and is deleted when the new delete
+// state removes it (the resolver may name rows that no added delete
+// removes: rows of another partition, or of keys of another group). done is
+// false, and nothing is emitted, when some equality set of the new state
+// tests a field that the entries do not hold as it is in the row: then the
+// file is read.
+func (d *delta) deleteIndexed(p *bothPlan, delNew *tablescan.FileDeletes) (done bool, err error) {
+	tuples := make([][]int, len(delNew.Equality)) // by set: the places in an entry of its fields
+	for i, set := range delNew.Equality {
+		for _, id := range set.FieldIDs {
+			at, ok := d.identity[id]
+			if !ok {
+				return false, nil
+			}
+			tuples[i] = append(tuples[i], at)
+		}
+	}
+	d.stats.EqualityFromIndex++
+	emitted := roaring64.New() // a row named by two resolutions is deleted once
+	var tuple format.Key
+	for _, e := range p.entries {
+		pos, ok := e[d.posAt].(int64)
+		if !ok || !emitted.CheckedAdd(uint64(pos)) {
+			continue
+		}
+		dead := delNew.Positions != nil && delNew.Positions.Contains(uint64(pos))
+		for i, set := range delNew.Equality {
+			if dead {
+				break
+			}
+			tuple = tuple[:0]
+			for _, at := range tuples[i] {
+				tuple = append(tuple, e[at])
+			}
+			if dead, err = set.Contains(tuple); err != nil {
+				return true, fmt.Errorf("equality deletes of %s: %w", p.ref.file.FilePath(), err)
+			}
+		}
+		if !dead {
+			continue
+		}
+		d.stats.Deletes++
+		if err := d.sink(e, -1); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
 
 // livePositions returns the positions of the rows of file live under
@@ -558,11 +666,28 @@ func (d *delta) resolve(del iceberg.DataFile) (*resolution, error) {
 			tuples = append(tuples, t...)
 		}
 		d.stats.EqualityResolves++
-		byFile, ok, err := d.opts.Equality.ResolveEquality(d.ctx, ids, tuples)
-		if err != nil {
-			return nil, fmt.Errorf("resolve equality deletes of %s and %d more: %w", del.FilePath(), len(group)-1, err)
+		if er, ok := d.opts.Equality.(EqualityEntryResolver); ok && d.posAt >= 0 && d.fileAt >= 0 {
+			entries, ok, err := er.ResolveEqualityEntries(d.ctx, ids, tuples)
+			if err != nil {
+				return nil, fmt.Errorf("resolve equality deletes of %s and %d more: %w", del.FilePath(), len(group)-1, err)
+			}
+			if ok {
+				r.ok, r.byFile, r.entries = true, map[string][]int64{}, map[string][]format.Key{}
+				for _, e := range entries {
+					path, _ := e[d.fileAt].(string)
+					pos, _ := e[d.posAt].(int64)
+					r.byFile[path] = append(r.byFile[path], pos)
+					r.entries[path] = append(r.entries[path], e)
+				}
+			}
 		}
-		r.ok, r.byFile = ok, byFile
+		if !r.ok {
+			byFile, ok, err := d.opts.Equality.ResolveEquality(d.ctx, ids, tuples)
+			if err != nil {
+				return nil, fmt.Errorf("resolve equality deletes of %s and %d more: %w", del.FilePath(), len(group)-1, err)
+			}
+			r.ok, r.byFile = ok, byFile
+		}
 	}
 	for _, f := range group {
 		d.resolved[f.FilePath()] = r

@@ -512,3 +512,70 @@ func TestDeltaResolvesSkippedCommitsInOneCall(t *testing.T) {
 		t.Errorf("location index: %d deletes and %d inserts, want 4 and 4", s.Deletes, s.Inserts)
 	}
 }
+
+// entryResolver answers with the entries of an index, computed by scanning
+// the old snapshot; extra names one more key whose rows it returns as well,
+// as a resolver may (rows that no added delete removes).
+type entryResolver struct {
+	scanResolver
+	is      *format.IndexSchema
+	extra   int64
+	entries int
+}
+
+func (r *entryResolver) ResolveEqualityEntries(ctx context.Context, fieldIDs []int, tuples []format.Key) ([]format.Key, bool, error) {
+	r.calls++
+	if len(fieldIDs) != 1 || fieldIDs[0] != fieldID {
+		return nil, false, nil
+	}
+	want := map[int64]bool{r.extra: true}
+	for _, tup := range tuples {
+		want[tup[0].(int64)] = true
+	}
+	columns, err := tablescan.TopLevelColumns(r.tbl.Schema(), r.is.SourceFieldIDs())
+	if err != nil {
+		return nil, false, err
+	}
+	codec := format.NewEntryCodec(r.is)
+	var out []format.Key
+	_, err = tablescan.Scan(ctx, r.tbl, r.old, tablescan.Options{Columns: columns}, func(src arrow.RecordBatch) error {
+		entries, err := format.Entries(memory.DefaultAllocator, r.is, format.RecordColumns(src, r.tbl.Schema()))
+		if err != nil {
+			return err
+		}
+		defer entries.Release()
+		for i := range int(entries.NumRows()) {
+			e := codec.Row(nil, entries, i)
+			if id, ok := e[0].(int64); ok && want[id] {
+				out = append(out, e)
+			}
+		}
+		return nil
+	})
+	r.entries += len(out)
+	return out, true, err
+}
+
+// TestDeltaDeletesFromIndexEntries: with a resolver that answers with index
+// entries, an upsert commit's deletes come from those entries: no data file
+// of the old snapshot is read (only the commit's new one), and the delta is
+// exact, though the resolver also named the rows of a key no delete
+// removes.
+func TestDeltaDeletesFromIndexEntries(t *testing.T) {
+	indexes := testIndexes(t)[:1] // location: every field stored
+	tbl := newTable(t, "entries", 2)
+	for i := range int64(4) {
+		tbl, _ = testtables.Append(t, tbl, rowsRange(i*10, i*10+10, "a")...)
+	}
+	old := tbl.CurrentSnapshot()
+	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{fieldID}, []any{int64(3)}, []any{int64(25)}, []any{int64(999)})
+	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(3, "u3", "a"), row(25, "u25", "a"))
+	r := &entryResolver{scanResolver: scanResolver{t: t, tbl: tbl, old: old}, is: indexes[0].is, extra: 17}
+	s := checkDelta(t, tbl, old, tbl.CurrentSnapshot(), indexes, DeltaOptions{Equality: r})["location"]
+	if r.entries != 3 {
+		t.Errorf("resolver returned %d entries, want 3 (ids 3, 17 and 25)", r.entries)
+	}
+	if s.FilesScanned != 1 || s.EqualityFromIndex != 3 || s.Deletes != 2 || s.Inserts != 2 {
+		t.Errorf("stats %+v: want only the new data file read, three files' deletes (ids 3, 17, 25) from the index, 2 deletes and 2 inserts", s)
+	}
+}

@@ -28,8 +28,10 @@ type SnapshotReader struct {
 	is      *format.IndexSchema
 	entries []format.TrackingEntry
 	// fileField and posField are the index fields holding _file and _pos;
-	// 0 when the index stores no row locations.
+	// 0 when the index stores no row locations. filePos and posPos are
+	// their places in an entry.
 	fileField, posField int
+	filePos, posPos     int
 	// rowGroupsRead counts the row groups ResolveEquality read, rowsRead
 	// the entries whose keys it decoded.
 	rowGroupsRead, rowsRead atomic.Int64
@@ -51,13 +53,13 @@ func NewSnapshotReader(store *objstore.Store, is *format.IndexSchema, entries []
 		store = objstore.Local()
 	}
 	r := &SnapshotReader{store: store, is: is, entries: entries}
-	for _, f := range is.Fields() {
+	for i, f := range is.Fields() {
 		if ref, ok := f.Expr.(format.Ref); ok && f.Kind == format.KindMaterialized {
 			switch ref.ID {
 			case format.FieldIDFile:
-				r.fileField = f.ID
+				r.fileField, r.filePos = f.ID, i
 			case format.FieldIDPos:
-				r.posField = f.ID
+				r.posField, r.posPos = f.ID, i
 			}
 		}
 	}
@@ -85,6 +87,52 @@ func (r *SnapshotReader) HasLocation() bool { return r.fileField != 0 && r.posFi
 // read in parallel, up to GOMAXPROCS at a time. This implements
 // ingest.EqualityResolver, the table delta's fast path.
 func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (map[string][]int64, bool, error) {
+	found, ok, err := r.resolve(ctx, fieldIDs, tuples, false)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	out := map[string][]int64{}
+	for _, j := range found {
+		for path, pos := range j.positions {
+			out[path] = append(out[path], pos...)
+		}
+	}
+	return out, true, nil
+}
+
+// ResolveEqualityEntries is ResolveEquality answered with the index entries
+// of those rows, every field in EntrySchema order (_file and _pos among
+// them), so that a table delta can delete them from the index without
+// reading the data files they point at. ok is also false when the index
+// does not store every field of its entries. This implements
+// ingest.EqualityEntryResolver.
+func (r *SnapshotReader) ResolveEqualityEntries(ctx context.Context, fieldIDs []int, tuples []format.Key) ([]format.Key, bool, error) {
+	for _, f := range r.is.Fields() {
+		if !f.Stored() {
+			return nil, false, nil
+		}
+	}
+	found, ok, err := r.resolve(ctx, fieldIDs, tuples, true)
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	var out []format.Key
+	for _, j := range found {
+		out = append(out, j.entries...)
+	}
+	return out, true, nil
+}
+
+// joined is what the join of one range file found: positions by data file,
+// or whole entries.
+type joined struct {
+	positions map[string][]int64
+	entries   []format.Key
+}
+
+// resolve finds the rows of ResolveEquality, as entries when entries is set,
+// one result per range file read.
+func (r *SnapshotReader) resolve(ctx context.Context, fieldIDs []int, tuples []format.Key, entries bool) ([]*joined, bool, error) {
 	cluster := r.is.ClusterFields()
 	if !r.HasLocation() || len(fieldIDs) == 0 || len(cluster) < len(fieldIDs) {
 		return nil, false, nil
@@ -120,10 +168,8 @@ func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tu
 	}
 	slices.SortFunc(keys, bytes.Compare)
 	keys = slices.CompactFunc(keys, func(a, b []byte) bool { return bytes.Equal(a, b) })
-
-	out := map[string][]int64{}
 	if len(keys) == 0 {
-		return out, true, nil
+		return nil, true, nil
 	}
 	maxes, err := r.groupMaxPrefixes(types)
 	if err != nil {
@@ -159,23 +205,18 @@ func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tu
 		}
 		joins = append(joins, join{i, keys[k:end]})
 	}
-	// The files are joined at the same time, each into its own map.
-	found := make([]map[string][]int64, len(joins))
+	// The files are joined at the same time, each into its own result.
+	found := make([]*joined, len(joins))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for j, jn := range joins {
-		found[j] = map[string][]int64{}
-		g.Go(func() error { return r.joinFile(gctx, &r.entries[jn.file], types, jn.keys, found[j]) })
+		found[j] = &joined{positions: map[string][]int64{}}
+		g.Go(func() error { return r.joinFile(gctx, &r.entries[jn.file], types, jn.keys, entries, found[j]) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, false, err
 	}
-	for _, m := range found {
-		for path, pos := range m {
-			out[path] = append(out[path], pos...)
-		}
-	}
-	return out, true, nil
+	return found, true, nil
 }
 
 // sortSearchBytes is the number of keys (sorted) at or below hi.
@@ -215,7 +256,7 @@ func (r *SnapshotReader) groupMaxPrefixes(types []iceberg.Type) ([][]byte, error
 // turned into strings only for the matches (format.RangeFileReader.ReadRows).
 // A few keys at the key tail read the last pages of one file; keys spread
 // over the index never decode its _file strings.
-func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry, types []iceberg.Type, keys [][]byte, out map[string][]int64) error {
+func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry, types []iceberg.Type, keys [][]byte, entries bool, out *joined) error {
 	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{})
 	if err != nil {
 		return err
@@ -270,20 +311,11 @@ func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry,
 			err = rf.ReadRows(ctx, ids, g, candidates, collect)
 		}
 		if err == nil && len(rows) > 0 {
-			err = rf.ReadRows(ctx, []int{r.fileField, r.posField}, g, rows, func(rec arrow.RecordBatch) error {
-				files, pos, err := locationColumns(rec, 0, te.FilePath)
-				if err != nil {
-					return err
-				}
-				for row := range int(rec.NumRows()) {
-					if files.IsNull(row) || pos.IsNull(row) {
-						return format.MarkCorruption(te.FilePath, fmt.Errorf("entry %d has no row location", row))
-					}
-					path := files.Value(row)
-					out[path] = append(out[path], pos.Value(row))
-				}
-				return nil
-			})
+			if entries {
+				err = r.readEntries(ctx, rf.RangeFileReader, te, g, rows, out)
+			} else {
+				err = r.readPositions(ctx, rf.RangeFileReader, te, g, rows, out)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("resolve equality deletes in range file %s: %w", te.FilePath, err)
@@ -293,6 +325,48 @@ func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry,
 		}
 	}
 	return nil
+}
+
+// readPositions adds the _file and _pos of the given rows of row group g of
+// a range file to out.positions.
+func (r *SnapshotReader) readPositions(ctx context.Context, rf *format.RangeFileReader, te *format.TrackingEntry, g int, rows []int64, out *joined) error {
+	return rf.ReadRows(ctx, []int{r.fileField, r.posField}, g, rows, func(rec arrow.RecordBatch) error {
+		files, pos, err := locationColumns(rec, 0, te.FilePath)
+		if err != nil {
+			return err
+		}
+		for row := range int(rec.NumRows()) {
+			if files.IsNull(row) || pos.IsNull(row) {
+				return format.MarkCorruption(te.FilePath, fmt.Errorf("entry %d has no row location", row))
+			}
+			path := files.Value(row)
+			out.positions[path] = append(out.positions[path], pos.Value(row))
+		}
+		return nil
+	})
+}
+
+// readEntries adds the entries (every field, all stored) of the given rows
+// of row group g of a range file to out.entries.
+func (r *SnapshotReader) readEntries(ctx context.Context, rf *format.RangeFileReader, te *format.TrackingEntry, g int, rows []int64, out *joined) error {
+	fields := r.is.Fields()
+	ids := make([]int, len(fields))
+	for i, f := range fields {
+		ids[i] = f.ID
+	}
+	return rf.ReadRows(ctx, ids, g, rows, func(rec arrow.RecordBatch) error {
+		for row := range int(rec.NumRows()) {
+			e := make(format.Key, len(fields))
+			for i, f := range fields {
+				e[i] = format.ValueAtAs(f.Type, rec.Column(i), row)
+			}
+			if e[r.filePos] == nil || e[r.posPos] == nil {
+				return format.MarkCorruption(te.FilePath, fmt.Errorf("entry %d has no row location", row))
+			}
+			out.entries = append(out.entries, e)
+		}
+		return nil
+	})
 }
 
 // leadingValues decodes the first field (of type t) of keys (sorted

@@ -16,7 +16,6 @@ import (
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
-	"github.com/streamidx/streamidx/planner"
 	"github.com/streamidx/streamidx/staging"
 )
 
@@ -187,7 +186,7 @@ func (u *Updater) stepEvents(ctx context.Context, tbl *table.Table, md *format.M
 	}
 	log := EventLog(u.table, u.index)
 	err = u.incremental(ctx, tbl, md, cur, nil, next, withEventOffsets(props, nextPos), st,
-		func(is *format.IndexSchema, stage string, _ *planner.SnapshotReader, pub *Publication) error {
+		func(is *format.IndexSchema, stage string, _ *resolver, pub *Publication) error {
 			return u.stageEvents(log, stage, next, pos, nextPos, pub)
 		})
 	if errors.Is(err, compactor.ErrDeltaMismatch) || errors.Is(err, compactor.ErrUnsortedRangeFile) {

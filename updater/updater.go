@@ -200,7 +200,7 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 	}
 	next := u.choose(chain)
 	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
-	err = u.incremental(ctx, tbl, md, cur, chain, next, props, st, func(is *format.IndexSchema, stage string, resolver *planner.SnapshotReader, pub *Publication) error {
+	err = u.incremental(ctx, tbl, md, cur, chain, next, props, st, func(is *format.IndexSchema, stage string, resolver *resolver, pub *Publication) error {
 		return u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub)
 	})
 	if errors.Is(err, compactor.ErrDeltaMismatch) || errors.Is(err, compactor.ErrUnsortedRangeFile) {
@@ -280,7 +280,7 @@ var errStopIteration = errors.New("stop")
 
 // stageFunc makes sure the sealed stage of the delta that incremental
 // merges exists.
-type stageFunc func(is *format.IndexSchema, stage string, resolver *planner.SnapshotReader, pub *Publication) error
+type stageFunc func(is *format.IndexSchema, stage string, resolver *resolver, pub *Publication) error
 
 // incremental merges the delta that stageDelta stages onto the current
 // index snapshot cur and publishes the index snapshot for next. chain, when
@@ -299,7 +299,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	}
 	prev := t.Entries
 	stage := u.stageName(cur.SnapshotID)
-	resolver := planner.NewSnapshotReader(u.opts.Range.Store, is, prev)
+	resolver := u.newResolver(tbl, tbl.SnapshotByID(cur.SourceTableSnapshotID), planner.NewSnapshotReader(u.opts.Range.Store, is, prev))
 	pub := &Publication{}
 	if err := stageDelta(is, stage, resolver, pub); err != nil {
 		return err
@@ -399,7 +399,7 @@ func (u *Updater) stageAhead(ctx context.Context, tbl *table.Table, md *format.M
 	a := &stagingAhead{stage: u.stageName(snapID), source: after.SnapshotID, cancel: cancel, done: make(chan struct{}), u: u}
 	go func() {
 		defer close(a.done)
-		resolver := planner.NewSnapshotReader(u.opts.Range.Store, is, entries)
+		resolver := u.newResolver(tbl, next, planner.NewSnapshotReader(u.opts.Range.Store, is, entries))
 		a.err = u.ensureStaged(ctx, tbl, is, a.stage, next, after, resolver, &a.pub)
 	}()
 	return a

@@ -301,3 +301,64 @@ func TestEqualityDeletesThroughTheIndex(t *testing.T) {
 		t.Error("an equality delete on a column the index does not lead with must take the slow path")
 	}
 }
+
+// TestEqualityDeletesThroughAnotherIndex: by_customer (led by a bucket of
+// customer_id) cannot resolve an upsert keyed on id itself; with pk
+// published for the same source snapshot, its update resolves through pk
+// and reads no data file in full; before pk has that snapshot (or with pk
+// behind), it reads them. Both stay exact.
+func TestEqualityDeletesThroughAnotherIndex(t *testing.T) {
+	e := newEnv(t, 2)
+	var rows [][]any
+	for i := range int64(200) {
+		rows = append(rows, row(i, 0))
+	}
+	tbl, _ := testtables.Append(t, e.tbl, rows[:100]...)
+	tbl, _ = testtables.Append(t, tbl, rows[100:]...)
+	ctx := context.Background()
+	pk, byCustomer := e.updater("pk", PolicyEvery), e.updater("by_customer", PolicyEvery)
+	for _, u := range []*Updater{pk, byCustomer} {
+		if _, err := align(ctx, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upsert := func(ids ...int64) {
+		t.Helper()
+		var keys [][]any
+		var rows [][]any
+		for _, id := range ids {
+			keys = append(keys, []any{id})
+			rows = append(rows, row(id, 1))
+		}
+		del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, keys...)
+		tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, rows...)
+	}
+	step := func(u *Updater) int {
+		t.Helper()
+		st, err := u.Step(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Published == nil {
+			t.Fatal("no index snapshot published for the new commit")
+		}
+		return st.Published.EqualitySlowPathFiles
+	}
+	// pk has an index snapshot of the source snapshot by_customer starts
+	// from: by_customer resolves through it.
+	upsert(5, 150)
+	if got := step(byCustomer); got != 0 {
+		t.Errorf("by_customer read %d data files in full with pk at its base; want pk to answer", got)
+	}
+	e.verifyCurrent("by_customer", 1)
+	step(pk)
+	e.verifyCurrent("pk", 1)
+	// pk behind by_customer's base: no index answers, the files are read.
+	upsert(7)
+	step(byCustomer)
+	upsert(8)
+	if got := step(byCustomer); got == 0 {
+		t.Error("by_customer read no data file in full, though no index has its base")
+	}
+	e.verifyCurrent("by_customer", 2)
+}

@@ -26,7 +26,7 @@ func TestDefaultsAreTheEmbeddedSetup(t *testing.T) {
 	if !strings.HasSuffix(c.Catalog.Warehouse, "/streamidx-data/warehouse") || c.Catalog.IndexCatalog != "sql" || c.Catalog.Name != "default" {
 		t.Errorf("defaults: %+v", c.Catalog)
 	}
-	if c.Build.MemoryBudget != 512<<20 || c.Build.TargetFileSize != 4<<20 {
+	if c.Build.MemoryBudget != 512<<20 || c.Build.TargetFileSize != 4<<20 || c.Build.TargetFileEntries != 131072 {
 		t.Errorf("build defaults: %+v", c.Build)
 	}
 }
@@ -34,15 +34,16 @@ func TestDefaultsAreTheEmbeddedSetup(t *testing.T) {
 func TestFileThenEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.yaml")
-	if err := os.WriteFile(path, []byte("catalog:\n  uri: sqlite:///tmp/x.db\n  name: prod\nbuild:\n  target-file-size: 4MiB\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("catalog:\n  uri: sqlite:///tmp/x.db\n  name: prod\nbuild:\n  target-file-size: 4MiB\n  target-file-entries: 1000\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("STREAMIDX_CATALOG_NAME", "fromenv")
+	t.Setenv("STREAMIDX_BUILD_TARGET_FILE_ENTRIES", "65536")
 	c, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Catalog.URI != "sqlite:///tmp/x.db" || c.Catalog.Name != "fromenv" || c.Build.TargetFileSize != 4<<20 {
+	if c.Catalog.URI != "sqlite:///tmp/x.db" || c.Catalog.Name != "fromenv" || c.Build.TargetFileSize != 4<<20 || c.Build.TargetFileEntries != 65536 {
 		t.Errorf("got %+v", c)
 	}
 }
@@ -57,8 +58,9 @@ func TestUnknownKeyAndBadValuesAreErrors(t *testing.T) {
 	c.Catalog.URI = "mysql://x"
 	c.Catalog.IndexCatalog = "zk"
 	c.Build.Progress = "sometimes"
+	c.Build.TargetFileEntries = 0
 	err := c.Validate()
-	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress"} {
+	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress", "build.target-file-entries"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want error about %s, got %v", want, err)
 		}

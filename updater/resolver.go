@@ -1,0 +1,106 @@
+package updater
+
+import (
+	"context"
+	"sync"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/planner"
+)
+
+// resolver resolves the equality deletes of a table delta base -> next
+// through the index being updated and, for the fields it cannot answer
+// (its leading cluster fields are not the equality fields: a bucketed
+// index meets a primary-key upsert), through the table's other indexes at
+// an index snapshot of exactly base. Without it, such an index reads every
+// data file an equality delete applies to, on every commit: the whole of a
+// CDC table's oldest files.
+//
+// Entries (ingest.EqualityEntryResolver) come from the index being updated
+// only: a delete must name the entry as that index holds it. A peer that
+// fails to answer (its files expired under it, say) is skipped with a
+// warning: the delta then reads the data files, which is slower but exact.
+type resolver struct {
+	u    *Updater
+	tbl  *table.Table
+	base *table.Snapshot
+	own  *planner.SnapshotReader
+
+	once  sync.Once
+	peers []*planner.SnapshotReader
+}
+
+func (u *Updater) newResolver(tbl *table.Table, base *table.Snapshot, own *planner.SnapshotReader) *resolver {
+	return &resolver{u: u, tbl: tbl, base: base, own: own}
+}
+
+func (r *resolver) ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (map[string][]int64, bool, error) {
+	if m, ok, err := r.own.ResolveEquality(ctx, fieldIDs, tuples); ok || err != nil {
+		return m, ok, err
+	}
+	r.once.Do(func() { r.peers = r.u.peerReaders(ctx, r.tbl, r.base) })
+	for _, p := range r.peers {
+		m, ok, err := p.ResolveEquality(ctx, fieldIDs, tuples)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, false, ctx.Err()
+			}
+			r.u.log.Warn("resolving equality deletes through another index failed; reading the data files instead", "err", err)
+			continue
+		}
+		if ok {
+			return m, true, nil
+		}
+	}
+	return nil, false, nil
+}
+
+func (r *resolver) ResolveEqualityEntries(ctx context.Context, fieldIDs []int, tuples []format.Key) ([]format.Key, bool, error) {
+	return r.own.ResolveEqualityEntries(ctx, fieldIDs, tuples)
+}
+
+// peerReaders opens the table's other indexes at their index snapshot for
+// source snapshot base, where they have one; an index that cannot be read
+// is left out.
+func (u *Updater) peerReaders(ctx context.Context, tbl *table.Table, base *table.Snapshot) []*planner.SnapshotReader {
+	names, err := u.indexes.List(ctx, u.table)
+	if err != nil {
+		u.log.Debug("listing the table's indexes to resolve equality deletes", "err", err)
+		return nil
+	}
+	var out []*planner.SnapshotReader
+	for _, name := range names {
+		if name == u.index {
+			continue
+		}
+		md, _, err := u.indexes.Load(ctx, u.table, name)
+		if err != nil {
+			continue
+		}
+		var snap *format.Snapshot
+		for i := range md.Snapshots {
+			if s := &md.Snapshots[i]; s.SourceTableSnapshotID == base.SnapshotID {
+				snap = s
+			}
+		}
+		if snap == nil || format.CheckTable(md, tbl) != nil {
+			continue
+		}
+		is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, base))
+		if err != nil {
+			continue
+		}
+		tf, _, err := u.opts.Range.Store.ReadTracking(ctx, md, snap, is)
+		if err != nil {
+			u.log.Debug("reading another index to resolve equality deletes", "index", name, "err", err)
+			continue
+		}
+		if r := planner.NewSnapshotReader(u.opts.Range.Store, is, tf.Entries); r.HasLocation() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
