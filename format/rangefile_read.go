@@ -481,34 +481,35 @@ func convertArray(ctx context.Context, arr arrow.Array, want arrow.DataType) (ar
 // of a row or a few: through a compute kernel, finding the kernel and
 // setting up its execution cost more than the copy.
 func unpackBinary(mem memory.Allocator, d *array.Dictionary) arrow.Array {
-	n := d.Len()
 	switch dict := d.Dictionary().(type) {
 	case *array.String:
-		b := array.NewStringBuilder(mem)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range n {
-			if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
-				b.AppendNull()
-			} else {
-				b.Append(dict.Value(d.GetValueIndex(i)))
-			}
-		}
-		return b.NewArray()
+		return unpackValues(d, dict, array.NewStringBuilder(mem))
 	case *array.Binary:
-		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary)
-		defer b.Release()
-		b.Reserve(n)
-		for i := range n {
-			if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
-				b.AppendNull()
-			} else {
-				b.Append(dict.Value(d.GetValueIndex(i)))
-			}
-		}
-		return b.NewArray()
+		return unpackValues(d, dict, array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary))
 	}
 	return nil
+}
+
+// unpackValues appends the value of each index of d, dict's, to b and
+// returns the array built.
+func unpackValues[V any](d *array.Dictionary, dict interface {
+	IsNull(int) bool
+	Value(int) V
+}, b interface {
+	array.Builder
+	Append(V)
+}) arrow.Array {
+	defer b.Release()
+	n := d.Len()
+	b.Reserve(n)
+	for i := range n {
+		if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
+			b.AppendNull()
+		} else {
+			b.Append(dict.Value(d.GetValueIndex(i)))
+		}
+	}
+	return b.NewArray()
 }
 
 // Close releases the file. It does not close the reader given to

@@ -275,19 +275,7 @@ func TestEqualityDeletesThroughTheIndex(t *testing.T) {
 	if _, err := align(ctx, u, nil); err != nil {
 		t.Fatal(err)
 	}
-	// step publishes the update of the next commit and returns the data
-	// files it read in full to resolve equality deletes.
-	step := func() int {
-		t.Helper()
-		st, err := u.Step(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Published == nil {
-			t.Fatal("no index snapshot published for the new commit")
-		}
-		return st.Published.EqualitySlowPathFiles
-	}
+	step := func() int { return slowPathStep(t, u) }
 	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(5)}, []any{int64(150)})
 	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(5, 1), row(150, 1))
 	if got := step(); got != 0 {
@@ -333,17 +321,7 @@ func TestEqualityDeletesThroughAnotherIndex(t *testing.T) {
 		del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, keys...)
 		tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, rows...)
 	}
-	step := func(u *Updater) int {
-		t.Helper()
-		st, err := u.Step(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Published == nil {
-			t.Fatal("no index snapshot published for the new commit")
-		}
-		return st.Published.EqualitySlowPathFiles
-	}
+	step := func(u *Updater) int { return slowPathStep(t, u) }
 	// pk has an index snapshot of the source snapshot by_customer starts
 	// from: by_customer resolves through it.
 	upsert(5, 150)
@@ -361,4 +339,18 @@ func TestEqualityDeletesThroughAnotherIndex(t *testing.T) {
 		t.Error("by_customer read no data file in full, though no index has its base")
 	}
 	e.verifyCurrent("by_customer", 2)
+}
+
+// slowPathStep publishes u's update of the next commit and returns the data
+// files it read in full to resolve equality deletes.
+func slowPathStep(t *testing.T, u *Updater) int {
+	t.Helper()
+	st, err := u.Step(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Published == nil {
+		t.Fatal("no index snapshot published for the new commit")
+	}
+	return st.Published.EqualitySlowPathFiles
 }
