@@ -39,8 +39,10 @@ func (u *Updater) newResolver(tbl *table.Table, base *table.Snapshot, own *plann
 
 func (r *resolver) ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (map[string][]int64, bool, error) {
 	if m, ok, err := r.own.ResolveEquality(ctx, fieldIDs, tuples); ok || err != nil {
+		r.u.peersNeeded.Store(false)
 		return m, ok, err
 	}
+	r.u.peersNeeded.Store(true)
 	r.once.Do(func() { r.peers = r.u.peerReaders(ctx, r.tbl, r.base) })
 	for _, p := range r.peers {
 		m, ok, err := p.ResolveEquality(ctx, fieldIDs, tuples)
@@ -103,4 +105,37 @@ func (u *Updater) peerReaders(ctx context.Context, tbl *table.Table, base *table
 		}
 	}
 	return out
+}
+
+// peerCovered returns, when the policy skips ahead to next and this index
+// resolves its equality deletes through other indexes, the newest snapshot of
+// chain that one of them has an index snapshot of: the update after this one
+// starts from it and can resolve through that index, where from next it would
+// most likely read every data file its deletes apply to (the other index,
+// skipping too, would not have next). next when none has one.
+func (u *Updater) peerCovered(ctx context.Context, chain []*table.Snapshot, next *table.Snapshot) *table.Snapshot {
+	names, err := u.indexes.List(ctx, u.table)
+	if err != nil {
+		return next
+	}
+	covered := map[int64]bool{}
+	for _, name := range names {
+		if name == u.index {
+			continue
+		}
+		if md, _, err := u.indexes.Load(ctx, u.table, name); err == nil {
+			for _, s := range md.Snapshots {
+				covered[s.SourceTableSnapshotID] = true
+			}
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if covered[chain[i].SnapshotID] {
+			if chain[i] != next {
+				u.log.Debug("skipping to the newest snapshot another index covers", "source_snapshot", chain[i].SnapshotID, "newest", next.SnapshotID)
+			}
+			return chain[i]
+		}
+	}
+	return next
 }

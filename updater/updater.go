@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/iceberg-go/catalog"
@@ -93,6 +94,9 @@ type Updater struct {
 	// ahead describes the stage the last step staged for the following
 	// snapshot while it published, for the step that uses it.
 	ahead *stagedAhead
+	// peersNeeded is set while the equality deletes of this index's updates
+	// resolve through other indexes only (see resolver).
+	peersNeeded atomic.Bool
 }
 
 // stagedAhead is a stage computed ahead of its step.
@@ -199,6 +203,9 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 		return u.fullBuild(ctx, tbl, md, target, props, st)
 	}
 	next := u.choose(chain)
+	if next != chain[0] && u.peersNeeded.Load() {
+		next = u.peerCovered(ctx, chain, next)
+	}
 	base := tbl.SnapshotByID(cur.SourceTableSnapshotID)
 	err = u.incremental(ctx, tbl, md, cur, chain, next, props, st, func(is *format.IndexSchema, stage string, resolver *resolver, pub *Publication) error {
 		return u.ensureStaged(ctx, tbl, is, stage, base, next, resolver, pub)

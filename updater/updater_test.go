@@ -354,3 +354,49 @@ func slowPathStep(t *testing.T, u *Updater) int {
 	}
 	return st.Published.EqualitySlowPathFiles
 }
+
+// TestLatestSkipsToWhatAnotherIndexCovers: by_customer, which resolves
+// upserts through pk, skips under policy latest to the newest snapshot pk
+// has indexed rather than the newest, so that its next update resolves
+// through pk again instead of reading the data files.
+func TestLatestSkipsToWhatAnotherIndexCovers(t *testing.T) {
+	e := newEnv(t, 2)
+	var rows [][]any
+	for i := range int64(100) {
+		rows = append(rows, row(i, 0))
+	}
+	tbl, _ := testtables.Append(t, e.tbl, rows...)
+	ctx := context.Background()
+	pk, byCustomer := e.updater("pk", PolicyEvery), e.updater("by_customer", PolicyLatest)
+	for _, u := range []*Updater{pk, byCustomer} {
+		if _, err := align(ctx, u, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upsert := func(id int64, version int) int64 {
+		t.Helper()
+		del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{id})
+		tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(id, version))
+		return tbl.CurrentSnapshot().SnapshotID
+	}
+	upsert(5, 1)
+	if got := slowPathStep(t, byCustomer); got != 0 {
+		t.Fatalf("by_customer read %d data files in full with pk at its base", got)
+	}
+	slowPathStep(t, pk)
+	covered := upsert(6, 1)
+	slowPathStep(t, pk)
+	newest := upsert(7, 1)
+	st, err := byCustomer.Step(ctx, nil)
+	if err != nil || st.Published == nil {
+		t.Fatalf("by_customer step: %v, published %v", err, st.Published)
+	}
+	if st.Published.SourceSnapshotID != covered {
+		t.Errorf("by_customer skipped to snapshot %d; want %d, the newest pk covers (the newest is %d)", st.Published.SourceSnapshotID, covered, newest)
+	}
+	if got := slowPathStep(t, byCustomer); got != 0 {
+		t.Errorf("the update after the skip read %d data files in full; want pk to answer", got)
+	}
+	slowPathStep(t, pk)
+	e.verifyCurrent("by_customer", 1)
+}
