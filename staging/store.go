@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -336,6 +337,14 @@ func (s *Store) room() error {
 	}
 	if !s.full.Load() {
 		return nil
+	}
+	// A flush that met the full disk is retried in the space the ballast
+	// left: taking that space back before the flush is done would fail it
+	// again, and a writer waiting on it would wait for good (a disk that
+	// cannot tell its free space gives no other sign). Wait a little for
+	// it, then give up for now.
+	if !s.flushesSettled(ballastWait) {
+		return fmt.Errorf("%w: %s: writes that met the full disk are still being retried", ErrDiskFull, s.dir)
 	}
 	if err := s.allocateBallast(); err != nil {
 		return fmt.Errorf("%w: allocate the ballast: %w", ErrDiskFull, err)
@@ -773,4 +782,28 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 
 func (l pebbleLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// ballastWait bounds how long room waits for flushes in flight before it
+// allocates the ballast again.
+const ballastWait = 5 * time.Second
+
+// flushesSettled reports whether the Pebble store has no flush in progress
+// and no memtable waiting for one, waiting up to wait for it; true before
+// the store is open (OpenStore checks for room first).
+func (s *Store) flushesSettled(wait time.Duration) bool {
+	if s.db == nil {
+		return true
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		m := s.db.Metrics()
+		if m.Flush.NumInProgress == 0 && m.MemTable.Count <= 1 {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
