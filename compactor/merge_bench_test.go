@@ -50,14 +50,7 @@ func pkBenchSchema(b *testing.B) *format.IndexSchema {
 			{FieldID: 1001, Type: format.ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: format.Ref{ID: format.FieldIDPos}},
 		},
 		ClusterSpec: []int{1}}
-	if err := format.Validate(md, source); err != nil {
-		b.Fatal(err)
-	}
-	is, err := format.NewIndexSchema(md, source)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return is
+	return validIndexSchema(b, md, source)
 }
 
 // benchEntry is row i of the generated table as written by generation gen.

@@ -660,7 +660,7 @@ func TestMergeRejectsUnsortedDelta(t *testing.T) {
 
 // validIndexSchema checks an index definition against its source schema
 // and resolves it.
-func validIndexSchema(t *testing.T, md *format.Metadata, source *iceberg.Schema) *format.IndexSchema {
+func validIndexSchema(t testing.TB, md *format.Metadata, source *iceberg.Schema) *format.IndexSchema {
 	t.Helper()
 	if err := format.Validate(md, source); err != nil {
 		t.Fatal(err)

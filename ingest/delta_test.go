@@ -444,15 +444,24 @@ func (r *scanResolver) ResolveEquality(ctx context.Context, fieldIDs []int, tupl
 	return out, true, err
 }
 
-func TestDeltaEqualityResolver(t *testing.T) {
-	indexes := testIndexes(t)
-	tbl := newTable(t, "resolver", 2)
+// upsertedTable is a table of ids 0-39 in four data files of ten, then one
+// upsert commit of ids 3 and 25 (its equality delete also names 999, which
+// no row holds); old is the snapshot before the upsert.
+func upsertedTable(t *testing.T, name string) (tbl *table.Table, old *table.Snapshot) {
+	t.Helper()
+	tbl = newTable(t, name, 2)
 	for i := range int64(4) {
 		tbl, _ = testtables.Append(t, tbl, rowsRange(i*10, i*10+10, "a")...)
 	}
-	old := tbl.CurrentSnapshot()
+	old = tbl.CurrentSnapshot()
 	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{fieldID}, []any{int64(3)}, []any{int64(25)}, []any{int64(999)})
 	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(3, "u3", "a"), row(25, "u25", "a"))
+	return tbl, old
+}
+
+func TestDeltaEqualityResolver(t *testing.T) {
+	indexes := testIndexes(t)
+	tbl, old := upsertedTable(t, "resolver")
 	snap := tbl.CurrentSnapshot()
 
 	slow := checkDelta(t, tbl, old, snap, indexes, DeltaOptions{})["location"]
@@ -563,13 +572,7 @@ func (r *entryResolver) ResolveEqualityEntries(ctx context.Context, fieldIDs []i
 // removes.
 func TestDeltaDeletesFromIndexEntries(t *testing.T) {
 	indexes := testIndexes(t)[:1] // location: every field stored
-	tbl := newTable(t, "entries", 2)
-	for i := range int64(4) {
-		tbl, _ = testtables.Append(t, tbl, rowsRange(i*10, i*10+10, "a")...)
-	}
-	old := tbl.CurrentSnapshot()
-	del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{fieldID}, []any{int64(3)}, []any{int64(25)}, []any{int64(999)})
-	tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(3, "u3", "a"), row(25, "u25", "a"))
+	tbl, old := upsertedTable(t, "entries")
 	r := &entryResolver{scanResolver: scanResolver{t: t, tbl: tbl, old: old}, is: indexes[0].is, extra: 17}
 	s := checkDelta(t, tbl, old, tbl.CurrentSnapshot(), indexes, DeltaOptions{Equality: r})["location"]
 	if r.entries != 3 {

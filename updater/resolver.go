@@ -64,24 +64,34 @@ func (r *resolver) ResolveEqualityEntries(ctx context.Context, fieldIDs []int, t
 	return r.own.ResolveEqualityEntries(ctx, fieldIDs, tuples)
 }
 
-// peerReaders opens the table's other indexes at their index snapshot for
-// source snapshot base, where they have one; an index that cannot be read
-// is left out.
-func (u *Updater) peerReaders(ctx context.Context, tbl *table.Table, base *table.Snapshot) []*planner.SnapshotReader {
+// peers returns the metadata of the table's other indexes, by name; one
+// that cannot be listed or loaded is left out (a debug line says why).
+func (u *Updater) peers(ctx context.Context) map[string]*format.Metadata {
 	names, err := u.indexes.List(ctx, u.table)
 	if err != nil {
-		u.log.Debug("listing the table's indexes to resolve equality deletes", "err", err)
+		u.log.Debug("listing the table's indexes", "err", err)
 		return nil
 	}
-	var out []*planner.SnapshotReader
+	out := map[string]*format.Metadata{}
 	for _, name := range names {
 		if name == u.index {
 			continue
 		}
-		md, _, err := u.indexes.Load(ctx, u.table, name)
-		if err != nil {
-			continue
+		if md, _, err := u.indexes.Load(ctx, u.table, name); err == nil {
+			out[name] = md
+		} else {
+			u.log.Debug("loading another index of the table", "index", name, "err", err)
 		}
+	}
+	return out
+}
+
+// peerReaders opens the table's other indexes at their index snapshot for
+// source snapshot base, where they have one; an index that cannot be read
+// is left out.
+func (u *Updater) peerReaders(ctx context.Context, tbl *table.Table, base *table.Snapshot) []*planner.SnapshotReader {
+	var out []*planner.SnapshotReader
+	for name, md := range u.peers(ctx) {
 		var snap *format.Snapshot
 		for i := range md.Snapshots {
 			if s := &md.Snapshots[i]; s.SourceTableSnapshotID == base.SnapshotID {
@@ -114,19 +124,10 @@ func (u *Updater) peerReaders(ctx context.Context, tbl *table.Table, base *table
 // most likely read every data file its deletes apply to (the other index,
 // skipping too, would not have next). next when none has one.
 func (u *Updater) peerCovered(ctx context.Context, chain []*table.Snapshot, next *table.Snapshot) *table.Snapshot {
-	names, err := u.indexes.List(ctx, u.table)
-	if err != nil {
-		return next
-	}
 	covered := map[int64]bool{}
-	for _, name := range names {
-		if name == u.index {
-			continue
-		}
-		if md, _, err := u.indexes.Load(ctx, u.table, name); err == nil {
-			for _, s := range md.Snapshots {
-				covered[s.SourceTableSnapshotID] = true
-			}
+	for _, md := range u.peers(ctx) {
+		for _, s := range md.Snapshots {
+			covered[s.SourceTableSnapshotID] = true
 		}
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
