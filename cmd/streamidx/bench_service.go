@@ -24,12 +24,16 @@ import (
 )
 
 // The lookup service figures: 8 clients, one commit a second, for a minute
-// through the service and 20 s for each baseline (whole processes, then
-// filtered scans), or less when --duration is shorter.
+// at a fixed rate and a minute as fast as answered through the service,
+// and 20 s for each baseline (whole processes, then filtered scans), or
+// less when --duration is shorter.
 const (
 	serviceClients  = 8
 	serviceDuration = time.Minute
 	serviceOthers   = 20 * time.Second
+	// serviceRate is the rate of the fixed-rate run, the issue's target
+	// throughput: p99 is read at it, as latency objectives are.
+	serviceRate = 2000
 	// serviceUpserts is the size of each commit of the stream: orders at
 	// the key tail, which the daemon keeps up with.
 	serviceUpserts = 1000
@@ -37,9 +41,13 @@ const (
 
 // benchService measures the lookup service as an application meets it:
 // `streamidx run --serve` in a child process keeps the pk index of the
-// append table fresh while this process commits an upsert every second; 8
+// append table fresh while another commits an upsert every second; 8
 // clients each look up one random order at a time, exact for the table's
-// current snapshot, through the service for a minute, then as whole
+// current snapshot, through the service: a minute each client asking
+// again as soon as answered (the throughput, and the latency of a
+// saturated machine: clients and service share its 2 cores; it also
+// warms the service's cache, as a long-running service has it), then a
+// minute at 2,000 lookups/s (the latency figures), then as whole
 // `streamidx lookup` processes and as iceberg-go scans filtered on the
 // key, 20 s each (down to 5 s with a shorter --duration), the commits
 // going on throughout.
@@ -58,37 +66,43 @@ func benchService(ctx context.Context, b *bench) error {
 	}
 	defer daemon.stop()
 
-	streamCtx, endStream := context.WithCancel(ctx)
-	streamed := make(chan error, 1)
-	var commits []workload.Commit
-	go func() {
-		var err error
-		commits, err = workload.Stream(streamCtx, tbl, workload.StreamOptions{Rows: b.rows, Upserts: serviceUpserts, Pattern: "tail",
-			Interval: time.Second, Seed: 3})
-		if errors.Is(err, context.Canceled) {
-			err = nil
-		}
-		streamed <- err
-	}()
+	// The commits come from a process of their own, as a table's writer
+	// is: in this one, the writer's bursts and garbage collections would
+	// stall the clients and count as the service's latency.
+	first := tbl.CurrentSnapshot().SequenceNumber
+	writer, err := b.startChild(ctx, dir, "gen-table", "--table", benchTable, "--rows", strconv.FormatInt(b.rows, 10),
+		"--upsert", strconv.Itoa(serviceUpserts), "--pattern", "tail", "--every", "1s", "--seed", "3")
+	if err != nil {
+		return err
+	}
+	defer writer.stop()
 	stopStream := func() error {
-		endStream()
-		return <-streamed
+		if ended, err := writer.exited(); ended {
+			return err
+		}
+		return writer.stop()
 	}
 	key := func() int64 { return rand.Int64N(b.rows) }
 	window, others := min(b.duration, serviceDuration), max(min(b.duration/3, serviceOthers), 5*time.Second)
 	c := client.New(base, client.Options{})
-	b.note("service: %d clients for %s through %s while an upsert of %d orders commits every second", serviceClients, window, base, serviceUpserts)
-	svc := client.RunLoad(ctx, serviceClients, window, func(ctx context.Context, _, _ int) error {
+	lookup := func(ctx context.Context, _, _ int) error {
 		k := key()
 		a, err := c.Lookup(ctx, benchTable, "pk", client.Request{Where: fmt.Sprintf("order_id = %d", k)})
 		if err == nil && len(a.Rows) != 1 {
 			err = fmt.Errorf("order %d: %d rows, want 1", k, len(a.Rows))
 		}
 		return err
-	})
+	}
+	b.note("service: %d clients for %s, each asking again as soon as answered (saturating the machine)", serviceClients, window)
+	sat := client.RunLoad(ctx, serviceClients, window, lookup)
+	b.note("service: %d clients for %s at %d lookups/s through %s while an upsert of %d orders commits every second", serviceClients, window,
+		serviceRate, base, serviceUpserts)
+	svc := client.RunLoadRate(ctx, serviceClients, window, serviceRate, lookup)
+	b.note("service: at %d/s: %d lookups, p50 %s, p99 %s, %.0f/s, %d late; %d errors", serviceRate, svc.Lookups, svc.P50, svc.P99, svc.PerSecond,
+		svc.Late, svc.Errors)
 	rss := daemon.peakRSS()
-	b.note("service: %d lookups, p50 %s, p99 %s, %.0f/s; %d errors; daemon peak RSS %.0f MiB", svc.Lookups, svc.P50, svc.P99, svc.PerSecond,
-		svc.Errors, mib(rss))
+	b.note("service: saturated: %d lookups, p50 %s, p99 %s, %.0f/s; %d errors; daemon peak RSS %.0f MiB", sat.Lookups, sat.P50, sat.P99,
+		sat.PerSecond, sat.Errors, mib(rss))
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -136,7 +150,7 @@ func benchService(ctx context.Context, b *bench) error {
 	for _, r := range []struct {
 		mode string
 		r    client.LoadResult
-	}{{"service", svc}, {"process", procs}, {"scan", scans}} {
+	}{{"service", svc}, {"service, saturated", sat}, {"process", procs}, {"scan", scans}} {
 		b.note("service: %s: %d lookups, p50 %s, p99 %s, %.1f/s, %d errors", r.mode, r.r.Lookups, r.r.P50, r.r.P99, r.r.PerSecond, r.r.Errors)
 		if r.r.FirstError != nil {
 			return fmt.Errorf("service bench, %s: %d of %d lookups failed, the first with: %w", r.mode, r.r.Errors, r.r.Errors+r.r.Lookups, r.r.FirstError)
@@ -145,13 +159,25 @@ func benchService(ctx context.Context, b *bench) error {
 			return fmt.Errorf("service bench, %s: no lookup finished in %s", r.mode, r.r.Duration.Round(time.Second))
 		}
 	}
-	b.note("service: %d commits streamed", len(commits))
+	if tbl, err = e.cat.LoadTable(ctx, id); err != nil {
+		return err
+	}
+	commits := 0
+	for _, sn := range tbl.Metadata().Snapshots() {
+		if sn.SequenceNumber > first {
+			commits++
+		}
+	}
+	b.note("service: %d commits streamed", commits)
 	b.add(figure{Name: "service.p99", Value: ms(svc.P99), Unit: "ms", Baseline: "streamidx lookup process p99", BaselineValue: ptr(ms(procs.P99)),
-		Goal: "< 5 ms", Met: ptr(ms(svc.P99) < 5)})
+		Goal: fmt.Sprintf("< 5 ms at %d/s", serviceRate), Met: ptr(ms(svc.P99) < 5 && svc.PerSecond >= 0.98*serviceRate)})
 	b.add(figure{Name: "service.p50", Value: ms(svc.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
-	b.add(figure{Name: "service.throughput", Value: svc.PerSecond, Unit: "lookups/s", Baseline: "streamidx lookup processes", BaselineValue: ptr(procs.PerSecond),
-		Goal: ">= 2000", Met: ptr(svc.PerSecond >= 2000)})
-	b.add(figure{Name: "service.scan_throughput", Value: svc.PerSecond, Unit: "lookups/s", Baseline: "iceberg-go filtered scans", BaselineValue: ptr(scans.PerSecond)})
+	b.add(figure{Name: "service.throughput", Value: sat.PerSecond, Unit: "lookups/s", Baseline: "streamidx lookup processes", BaselineValue: ptr(procs.PerSecond),
+		Goal: ">= 2000", Met: ptr(sat.PerSecond >= 2000)})
+	b.add(figure{Name: "service.scan_throughput", Value: sat.PerSecond, Unit: "lookups/s", Baseline: "iceberg-go filtered scans", BaselineValue: ptr(scans.PerSecond)})
+	b.add(figure{Name: "service.saturated_p99", Value: ms(sat.P99), Unit: "ms", Baseline: "streamidx lookup process p99", BaselineValue: ptr(ms(procs.P99)),
+		Goal: "< 5 ms", Met: ptr(ms(sat.P99) < 5)})
+	b.add(figure{Name: "service.saturated_p50", Value: ms(sat.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
 	b.add(figure{Name: "service.daemon_rss", Value: mib(rss), Unit: "MiB"})
 	return nil
 }

@@ -24,6 +24,7 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	formatVersion := fs.Int("format-version", 2, "Iceberg format version of a new table")
 	upsert := fs.Int64("upsert", 0, "instead of appending, commit one upsert (equality delete + new version) of `N` existing orders among the first --rows")
 	pattern := fs.String("pattern", "uniform", "which orders --upsert changes: tail (the highest ids) or uniform")
+	every := fs.Duration("every", 0, "with --upsert: commit an upsert every `interval`, a new version of the orders each time, until interrupted (or --commits are made)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
@@ -32,6 +33,9 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	}
 	if *upsert < 0 {
 		return exitError, fmt.Errorf("--upsert %d: want a positive number of orders to upsert (or 0 to append)", *upsert)
+	}
+	if *every < 0 || (*every > 0 && *upsert == 0) {
+		return exitError, fmt.Errorf("--every %s: want a positive interval, with --upsert", *every)
 	}
 	if *upsert > 0 && *rowsN < 1 {
 		return exitError, fmt.Errorf("--upsert %d picks existing orders among the first --rows, and --rows is %d: give the number of orders the table holds", *upsert, *rowsN)
@@ -50,6 +54,24 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 		return exitError, err
 	}
 	began := time.Now()
+	if *every > 0 {
+		streamCommits := 0 // until interrupted
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "commits" {
+				streamCommits = *commits
+			}
+		})
+		made, err := workload.Stream(ctx, tbl, workload.StreamOptions{Rows: *rowsN, Upserts: *upsert, Pattern: *pattern, Interval: *every,
+			Commits: streamCommits, Seed: *seed, OnCommit: func(c workload.Commit) {
+				fmt.Fprintf(stdout, "commit %d: upserted %d orders (%s) in %s: snapshot %d\n", c.N, c.Upserts, *pattern,
+					c.Took.Round(time.Millisecond), c.SnapshotID)
+			}})
+		if err != nil {
+			return exitError, err
+		}
+		fmt.Fprintf(stdout, "%d commits in %s\n", len(made), time.Since(began).Round(time.Millisecond))
+		return exitOK, nil
+	}
 	if *upsert > 0 {
 		ids, err := workload.UpsertIDs(*rowsN, *upsert, *pattern, *seed)
 		if err != nil {

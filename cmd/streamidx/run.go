@@ -9,9 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
 	"github.com/streamidx/streamidx/daemon"
 	"github.com/streamidx/streamidx/internal/config"
 )
@@ -100,8 +97,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		cfg.Run.Kafka.Brokers = broker.ListenAddrs()
 		e.log.Info("embedded Kafka broker started", "addr", addr)
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	d, err := daemon.New(e.cat, e.indexes, e.store, cfg, e.log, reg)
 	if err != nil {
 		return exitError, err

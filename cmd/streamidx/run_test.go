@@ -178,6 +178,9 @@ func TestRunFollowsCommitNotifications(t *testing.T) {
 		`streamidx_ingest_notification_decode_errors_total 1`,
 		`streamidx_compactor_range_files_reused_total`,
 		`streamidx_flush_lag_seconds{index="pk",table="test.orders"}`,
+		// the Go scheduler's histograms, which tell a stalled process
+		`go_sched_latencies_seconds_bucket`,
+		`go_sched_pauses_total_gc_seconds_bucket`,
 	} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q", want)

@@ -37,8 +37,7 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if *httpAddr != "" {
 		addr = *httpAddr
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := newRegistry()
 	svc, err := newService(e, reg)
 	if err != nil {
 		return exitError, err
@@ -97,4 +96,17 @@ func warnIfExposed(e *env, addr string) {
 		return
 	}
 	e.log.Warn("the lookup service answers other hosts without a token: set serve.token or STREAMIDX_SERVE_TOKEN", "http", addr)
+}
+
+// newRegistry returns the registry of a long-running command: Go and
+// process metrics besides streamidx's own, the Go runtime's scheduler
+// histograms included (go_sched_latencies_seconds, the time runnable
+// goroutines waited for a core, and go_sched_pauses_total_gc_seconds, the
+// collector's stop-the-world pauses), which tell a lookup service's tail
+// latency from its own work.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
 }

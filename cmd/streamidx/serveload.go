@@ -33,6 +33,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	keys := fs.Int64("keys", 1_000_000, "keys are drawn from [0, `N`)")
 	clients := fs.Int("clients", 8, "concurrent `clients`")
 	duration := fs.Duration("duration", 60*time.Second, "length of the service run")
+	rate := fs.Float64("rate", 0, "offer the service's lookups at `N` per second, each latency counted from when it was due (0: each client asks again as soon as answered)")
 	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` the lookups are exact for (default: the current one)")
 	others := fs.Duration("others-duration", 20*time.Second, "length of the process and scan runs (0 skips them)")
 	if err := fs.Parse(args); err != nil {
@@ -41,8 +42,8 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	if err := requireFlags(fs, "table"); err != nil {
 		return exitError, err
 	}
-	if *keys < 1 || *clients < 1 {
-		return exitError, fmt.Errorf("want --keys >= 1 and --clients >= 1")
+	if *keys < 1 || *clients < 1 || *rate < 0 {
+		return exitError, fmt.Errorf("want --keys >= 1, --clients >= 1 and --rate >= 0")
 	}
 	where := func() (int64, string) {
 		k := rand.Int64N(*keys)
@@ -59,11 +60,16 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 			r    client.LoadResult
 		}{mode, r})
 	}
-	add("service", client.RunLoad(ctx, *clients, *duration, func(ctx context.Context, _, _ int) error {
+	lookup := func(ctx context.Context, _, _ int) error {
 		_, w := where()
 		_, err := c.Lookup(ctx, *tableName, *index, client.Request{Where: w, Snapshot: *snapshot})
 		return err
-	}))
+	}
+	if *rate > 0 {
+		add(fmt.Sprintf("service at %g/s", *rate), client.RunLoadRate(ctx, *clients, *duration, *rate, lookup))
+	} else {
+		add("service", client.RunLoad(ctx, *clients, *duration, lookup))
+	}
 	if *others > 0 {
 		self, err := os.Executable()
 		if err != nil {
@@ -104,11 +110,11 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		}))
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "MODE\tCLIENTS\tSECONDS\tLOOKUPS\tERRORS\tP50\tP99\tLOOKUPS/S\n")
+	fmt.Fprintf(tw, "MODE\tCLIENTS\tSECONDS\tLOOKUPS\tERRORS\tP50\tP99\tLOOKUPS/S\tLATE\n")
 	for _, x := range results {
 		r := x.r
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%d\t%d\t%s\t%s\t%.1f\n", x.mode, r.Clients, r.Duration.Seconds(), r.Lookups, r.Errors,
-			r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.PerSecond)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%d\t%d\t%s\t%s\t%.1f\t%d\n", x.mode, r.Clients, r.Duration.Seconds(), r.Lookups, r.Errors,
+			r.P50.Round(10*time.Microsecond), r.P99.Round(10*time.Microsecond), r.PerSecond, r.Late)
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError, err
