@@ -334,11 +334,12 @@ func (d *delta) run() error {
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		for e, err := range m.Entries(d.fs, true) {
-			if err != nil {
-				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
-			}
-			if err := plan(fileRef{file: e.DataFile(), seq: e.SequenceNum()}); err != nil {
+		entries, err := tablescan.LiveEntries(d.ctx, d.fs, m)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := plan(fileRef{file: e.File, seq: e.Seq}); err != nil {
 				return err
 			}
 		}
@@ -359,15 +360,15 @@ func (d *delta) run() error {
 func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef, map[string]iceberg.DataFile, error) {
 	data, deletes := map[string]fileRef{}, map[string]iceberg.DataFile{}
 	for _, m := range manifests {
-		for e, err := range m.Entries(d.fs, true) {
-			if err != nil {
-				return nil, nil, fmt.Errorf("read manifest %s: %w", m.FilePath(), err)
-			}
-			df := e.DataFile()
-			if df.ContentType() == iceberg.EntryContentData {
-				data[df.FilePath()] = fileRef{file: df, seq: e.SequenceNum()}
+		entries, err := tablescan.LiveEntries(d.ctx, d.fs, m)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range entries {
+			if e.File.ContentType() == iceberg.EntryContentData {
+				data[e.File.FilePath()] = fileRef{file: e.File, seq: e.Seq}
 			} else {
-				deletes[df.FilePath()] = df
+				deletes[e.File.FilePath()] = e.File
 			}
 		}
 	}

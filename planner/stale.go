@@ -110,11 +110,12 @@ func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *tabl
 			continue
 		}
 		own := !shared[m.FilePath()]
-		for e, err := range m.Entries(fsys, true) {
-			if err != nil {
-				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
-			}
-			df := dataFile{file: e.DataFile(), seq: e.SequenceNum()}
+		entries, err := tablescan.LiveEntries(ctx, fsys, m)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			df := dataFile{file: e.File, seq: e.Seq}
 			rc.live[df.file.FilePath()] = df
 			if own {
 				candidates = append(candidates, df)
@@ -130,11 +131,12 @@ func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *tabl
 		if m.ManifestContent() != iceberg.ManifestContentData || toPaths[m.FilePath()] {
 			continue
 		}
-		for e, err := range m.Entries(fsys, true) {
-			if err != nil {
-				return fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
-			}
-			p := e.DataFile().FilePath()
+		entries, err := tablescan.LiveEntries(ctx, fsys, m)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := e.File.FilePath()
 			old[p] = true
 			if _, ok := rc.live[p]; !ok {
 				rc.removed++

@@ -21,12 +21,16 @@ import (
 	"github.com/streamidx/streamidx/format"
 )
 
-// DeleteFile is a live delete file of a snapshot with its data sequence
-// number, which decides the data files it applies to.
-type DeleteFile struct {
+// Entry is a live file of a manifest with its data sequence number, which
+// decides the delete files that apply to a data file, and the data files a
+// delete file applies to.
+type Entry struct {
 	File iceberg.DataFile
 	Seq  int64
 }
+
+// DeleteFile is a live delete file of a snapshot.
+type DeleteFile = Entry
 
 // FileDeletes is the delete state that applies to one data file: the rows
 // it removes are the union of Positions and of the rows matching any of
@@ -136,7 +140,7 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
 		}
-		files, err := deleteManifests.load(ctx, fs, m)
+		files, err := manifestEntries.load(ctx, fs, m)
 		if err != nil {
 			return nil, err
 		}
@@ -155,22 +159,35 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 
 func bySeq(a, b DeleteFile) int { return cmp.Compare(a.Seq, b.Seq) }
 
-// deleteManifests caches the live entries of delete manifests. A manifest
-// file never changes once written, and every snapshot of a table that takes
-// commits lists all its delete manifests again, so the table delta of each
-// commit would otherwise read every delete manifest of the table twice.
-var deleteManifests = &manifestCache{max: 4096, entries: map[string][]DeleteFile{}}
+// manifestEntries caches the live entries of manifests, data and delete. A
+// manifest file never changes once written, and every snapshot of a table
+// that takes commits lists all its manifests again (a fast append adds one
+// and merges none), so the table delta of each commit would otherwise read
+// every manifest of the table: a cost that grows with each commit. It
+// holds up to 65,536 entries (an entry is a data or delete file with its
+// column statistics, one to a few kilobytes), whole manifests, the least
+// recently added dropped first. One-off reads of every manifest (a build's
+// scan planning) do not go through it.
+var manifestEntries = &manifestCache{maxEntries: 1 << 16, entries: map[string][]Entry{}}
 
-// manifestCache holds the live delete files of the most recently used
-// delete manifests, by path. It is safe for concurrent use.
-type manifestCache struct {
-	mu      sync.Mutex
-	max     int
-	entries map[string][]DeleteFile
-	order   []string // paths, least recently added first
+// LiveEntries returns the live entries of manifest m (added or existing,
+// not deleted), each file with its data sequence number, from the
+// process's cache of manifests when it holds them.
+func LiveEntries(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile) ([]Entry, error) {
+	return manifestEntries.load(ctx, fs, m)
 }
 
-func (c *manifestCache) load(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile) ([]DeleteFile, error) {
+// manifestCache holds the live entries of the most recently read
+// manifests, by path. It is safe for concurrent use.
+type manifestCache struct {
+	mu         sync.Mutex
+	maxEntries int
+	held       int
+	entries    map[string][]Entry
+	order      []string // paths, least recently added first
+}
+
+func (c *manifestCache) load(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile) ([]Entry, error) {
 	path := m.FilePath()
 	c.mu.Lock()
 	files, ok := c.entries[path]
@@ -180,21 +197,23 @@ func (c *manifestCache) load(ctx context.Context, fs iceio.IO, m iceberg.Manifes
 	}
 	for e, err := range m.Entries(fs, true) {
 		if err != nil {
-			return nil, fmt.Errorf("read delete manifest %s: %w", path, err)
+			return nil, fmt.Errorf("read manifest %s: %w", path, err)
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		files = append(files, DeleteFile{File: e.DataFile(), Seq: e.SequenceNum()})
+		files = append(files, Entry{File: e.DataFile(), Seq: e.SequenceNum()})
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[path]; !ok {
-		if len(c.order) >= c.max {
+	if _, ok := c.entries[path]; !ok && len(files) <= c.maxEntries {
+		for c.held+len(files) > c.maxEntries {
+			c.held -= len(c.entries[c.order[0]])
 			delete(c.entries, c.order[0])
 			c.order = c.order[1:]
 		}
 		c.entries[path] = files
+		c.held += len(files)
 		c.order = append(c.order, path)
 	}
 	return files, nil

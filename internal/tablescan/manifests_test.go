@@ -1,0 +1,76 @@
+package tablescan
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/iceberg-go"
+	iceio "github.com/apache/iceberg-go/io"
+
+	"github.com/streamidx/streamidx/internal/testtables"
+)
+
+// countingOpens counts the files opened through an IO.
+type countingOpens struct {
+	iceio.IO
+	opens atomic.Int64
+}
+
+func (c *countingOpens) Open(name string) (iceio.File, error) {
+	c.opens.Add(1)
+	return c.IO.Open(name)
+}
+
+// A manifest is read once: every later snapshot lists it again, and the
+// delta of each commit would otherwise read every manifest of the table.
+// The cache holds whole manifests up to its number of entries, dropping
+// the least recently added.
+func TestLiveEntriesReadsEachManifestOnce(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, 2, nil)
+	for i := range 3 {
+		tbl, _ = testtables.Append(t, tbl, r(int64(i), "x", 1))
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := tbl.CurrentSnapshot().Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(manifests) != 3 {
+		t.Fatalf("%d manifests, want one per append", len(manifests))
+	}
+	io := &countingOpens{IO: fs}
+	c := &manifestCache{maxEntries: 2, entries: map[string][]Entry{}}
+	read := func(manifests ...iceberg.ManifestFile) {
+		t.Helper()
+		for _, m := range manifests {
+			entries, err := c.load(ctx, io, m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(entries) != 1 || entries[0].File.ContentType() != 0 || entries[0].Seq < 1 {
+				t.Fatalf("manifest %s: entries %v, want its one data file", m.FilePath(), entries)
+			}
+		}
+	}
+	read(manifests...)
+	if n := io.opens.Load(); n != 3 {
+		t.Fatalf("%d opens for 3 manifests", n)
+	}
+	if c.held != 2 || len(c.entries) != 2 {
+		t.Errorf("the cache holds %d entries of %d manifests, want 2 of 2 (its bound)", c.held, len(c.entries))
+	}
+	// The two held are not read again; the one dropped is.
+	read(manifests[1:]...)
+	if n := io.opens.Load(); n != 3 {
+		t.Errorf("%d opens after reading the 2 manifests held again, want 3: none read again", n)
+	}
+	read(manifests[0])
+	if n := io.opens.Load(); n != 4 {
+		t.Errorf("%d opens after reading the dropped manifest again, want 4", n)
+	}
+}
