@@ -39,11 +39,90 @@ func RunAll(t *testing.T, stack Stack, o Options) {
 	t.Run("StreamingWithCrashes", func(t *testing.T) { StreamingWithCrashes(t, stack(t), o.Crashes) })
 	t.Run("TwoDaemons", func(t *testing.T) { TwoDaemons(t, stack(t)) })
 	t.Run("LaggingLookups", func(t *testing.T) { LaggingLookups(t, stack(t)) })
-	// EqualityDeleteRewrite goes here: upsert commits stream in while the
-	// daemon runs with --rewrite-deletes; every equality delete must become
-	// a deletion vector (or position deletes on v2), the table's live rows
-	// must not change, and every index snapshot must verify. It is added
-	// once the rewrite-deletes command is merged.
+	t.Run("EqualityDeleteRewrite", func(t *testing.T) { EqualityDeleteRewrite(t, stack(t)) })
+}
+
+// EqualityDeleteRewrite commits upserts and equality deletes, each
+// announced on the commit topic, while the daemon runs with
+// --rewrite-deletes: after each commit the daemon must bring both indexes
+// up to it, turn its equality delete into position deletes (the scenario's
+// table is v2) through pk, and follow its own two snapshots. No equality
+// delete may stay live, the live rows must be what the test committed
+// (the rewrite moves no row), every source snapshot must have exactly one
+// index snapshot, and every index snapshot must verify.
+func EqualityDeleteRewrite(t *testing.T, p Parts) {
+	s := newScenario(t, p)
+	s.appendRows(0, 40, 0)
+	s.appendRows(40, 80, 0)
+	s.notify()
+	s.createIndexes()
+	s.startDaemon(t.TempDir(), "--rewrite-deletes")
+	r := rand.New(rand.NewPCG(21, 22))
+	for i := range 6 {
+		// The daemon writes the table too: each commit builds on what it
+		// committed last, and waits for it to finish (rewrite-deletes
+		// retries on a conflict, this test does not).
+		s.reload()
+		if i%3 == 2 {
+			s.equalityDeletes(int64(r.IntN(s.next)))
+		} else {
+			s.upsert(1+r.IntN(5), int64(r.IntN(s.next)), int64(r.IntN(s.next)))
+		}
+		s.notify()
+		s.waitRewritten()
+	}
+	s.checkHistory()
+	for _, snap := range s.tbl.Metadata().Snapshots() {
+		if snap.Summary != nil && snap.Summary.Properties["streamidx.rewrite-deletes"] == "true" {
+			return
+		}
+	}
+	t.Errorf("no snapshot of the table carries streamidx.rewrite-deletes: the daemon rewrote nothing")
+}
+
+// reload loads the table again: another writer (the daemon's
+// rewrite-deletes) may have committed since the test's last commit.
+func (s *scenario) reload() {
+	s.t.Helper()
+	tbl, err := s.cat.LoadTable(context.Background(), s.tbl.Identifier())
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.tbl = tbl
+}
+
+// waitRewritten waits until the table's current snapshot holds no
+// equality delete and both indexes cover it, then checks the indexes'
+// history and the lookups.
+func (s *scenario) waitRewritten() {
+	t := s.t
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		s.reload()
+		sum := s.tbl.CurrentSnapshot().Summary
+		if sum != nil && sum.Properties["total-equality-deletes"] == "0" && s.indexesCover(s.tbl.CurrentSnapshot().SnapshotID) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not rewrite the equality deletes of snapshot %d: summary %v", s.tbl.CurrentSnapshot().SnapshotID, sum)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.checkLookups(0)
+}
+
+// indexesCover reports whether both indexes have an index snapshot of
+// table snapshot id.
+func (s *scenario) indexesCover(id int64) bool {
+	for _, index := range indexNames {
+		var o inspectOutput
+		_ = json.Unmarshal([]byte(s.cli.OK("inspect", "--table", s.table, "--index", index, "--json")), &o)
+		if n := len(o.Snapshots); n == 0 || o.Snapshots[n-1].SourceTableSnapshotID != id {
+			return false
+		}
+	}
+	return true
 }
 
 // BuildAndVerify writes a table through every kind of commit an index must
@@ -301,8 +380,8 @@ func (s *scenario) notify() {
 
 // startDaemon starts `streamidx run` for both indexes, fed by the commit
 // topic when the stack has Kafka, polling the catalog every 100ms as well.
-func (s *scenario) startDaemon(stageDir string) *Daemon {
-	args := []string{"--poll-interval", "100ms", "--http", "none", "--stage-dir", stageDir}
+func (s *scenario) startDaemon(stageDir string, extra ...string) *Daemon {
+	args := append([]string{"--poll-interval", "100ms", "--http", "none", "--stage-dir", stageDir}, extra...)
 	for _, index := range indexNames {
 		args = append(args, "--table", s.table, "--index", index)
 	}

@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"syscall"
@@ -89,6 +90,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			defer f.Close()
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
+			}
+		}
+	}
+	if path := profilePath("STREAMIDX_TRACE"); path != "" {
+		// An execution trace of the whole command (go tool trace): where
+		// goroutines waited for a core, a lock or the network.
+		if f, err := os.Create(path); err == nil {
+			defer f.Close()
+			if trace.Start(f) == nil {
+				defer trace.Stop()
 			}
 		}
 	}
