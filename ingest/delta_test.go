@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	iceio "github.com/apache/iceberg-go/io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -580,5 +584,64 @@ func TestDeltaDeletesFromIndexEntries(t *testing.T) {
 	}
 	if s.FilesScanned != 1 || s.EqualityFromIndex != 3 || s.Deletes != 2 || s.Inserts != 2 {
 		t.Errorf("stats %+v: want only the new data file read, three files' deletes (ids 3, 17, 25) from the index, 2 deletes and 2 inserts", s)
+	}
+}
+
+// manifestOpens counts the manifest files (not manifest lists) opened
+// through an IO.
+type manifestOpens struct {
+	iceio.IO
+	opens atomic.Int64
+}
+
+func (m *manifestOpens) Open(name string) (iceio.File, error) {
+	if base := path.Base(name); strings.HasSuffix(base, ".avro") && !strings.HasPrefix(base, "snap-") {
+		m.opens.Add(1)
+	}
+	return m.IO.Open(name)
+}
+
+// TestDeltaReadsOnlyNewManifests: every snapshot of an upserted table
+// lists all its manifests again; the delta of each commit opens only the
+// ones that commit added, so its cost does not grow with the table's
+// history.
+func TestDeltaReadsOnlyNewManifests(t *testing.T) {
+	ctx := context.Background()
+	indexes := testIndexes(t)
+	tbl := newTable(t, "manifests", 2)
+	for i := range int64(4) {
+		tbl, _ = testtables.Append(t, tbl, rowsRange(i*10, i*10+10, "a")...)
+	}
+	var snaps []*table.Snapshot
+	for i := range int64(4) {
+		del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{fieldID}, []any{i * 7})
+		tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, row(i*7, fmt.Sprintf("u%d", i), "a"))
+		snaps = append(snaps, tbl.CurrentSnapshot())
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := &manifestOpens{IO: fs}
+	counted := table.New(tbl.Identifier(), tbl.Metadata(), tbl.MetadataLocation(),
+		func(context.Context) (iceio.IO, error) { return counting, nil }, nil)
+	for i := 1; i < len(snaps); i++ {
+		before := counting.opens.Load()
+		// Exactness is checkDelta's (the other tests): here only what
+		// the delta itself opens counts.
+		_, err := ComputeDelta(ctx, counted, snaps[i-1], snaps[i], indexes[0].is, DeltaOptions{},
+			func(format.Key, int) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed, err := snaps[i].Manifests(fs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first delta reads the table's manifests once; each later one
+		// only the data and delete manifest its commit added.
+		if n := counting.opens.Load() - before; i > 1 && n > 2 {
+			t.Errorf("delta %d: %d manifests opened of the %d the snapshot lists, want only the 2 its commit added", i, n, len(listed))
+		}
 	}
 }
