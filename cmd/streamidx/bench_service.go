@@ -297,7 +297,7 @@ func (bg *background) stop() error {
 	case <-time.After(time.Minute):
 		_ = bg.cmd.Process.Kill()
 		bg.ended = true
-		return errors.New("the daemon did not stop within a minute of SIGTERM")
+		return fmt.Errorf("streamidx %s did not stop within a minute of SIGTERM", strings.Join(bg.cmd.Args[1:], " "))
 	}
 }
 
