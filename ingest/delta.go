@@ -173,12 +173,6 @@ type side struct {
 	posCol    int               // column of _pos in scanned batches
 }
 
-// fileRef is a live data file with its data sequence number.
-type fileRef struct {
-	file iceberg.DataFile
-	seq  int64
-}
-
 // resolution is what the EqualityResolver said about one delete file: the
 // positions it names by data file, and when it answered with entries, those
 // too.
@@ -292,9 +286,9 @@ func (d *delta) run() error {
 		}
 	}
 
-	var both []fileRef // live in both and listed by manifests of one only
+	var both []tablescan.Entry // live in both and listed by manifests of one only
 	for _, ref := range sortedRefs(dataNew) {
-		if _, ok := dataOld[ref.file.FilePath()]; ok {
+		if _, ok := dataOld[ref.File.FilePath()]; ok {
 			both = append(both, ref)
 			continue
 		}
@@ -304,7 +298,7 @@ func (d *delta) run() error {
 		}
 	}
 	for _, ref := range sortedRefs(dataOld) {
-		if _, ok := dataNew[ref.file.FilePath()]; ok {
+		if _, ok := dataNew[ref.File.FilePath()]; ok {
 			continue
 		}
 		d.stats.DataFilesRemoved++
@@ -318,7 +312,7 @@ func (d *delta) run() error {
 		return nil
 	}
 	var plans []*bothPlan
-	plan := func(ref fileRef) error {
+	plan := func(ref tablescan.Entry) error {
 		p, err := d.planBoth(ref)
 		if p != nil {
 			plans = append(plans, p)
@@ -339,7 +333,7 @@ func (d *delta) run() error {
 			return err
 		}
 		for _, e := range entries {
-			if err := plan(fileRef{file: e.File, seq: e.Seq}); err != nil {
+			if err := plan(e); err != nil {
 				return err
 			}
 		}
@@ -357,8 +351,8 @@ func (d *delta) run() error {
 
 // liveFiles reads the live entries of manifests: data files and delete
 // files, by location.
-func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef, map[string]iceberg.DataFile, error) {
-	data, deletes := map[string]fileRef{}, map[string]iceberg.DataFile{}
+func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]tablescan.Entry, map[string]iceberg.DataFile, error) {
+	data, deletes := map[string]tablescan.Entry{}, map[string]iceberg.DataFile{}
 	for _, m := range manifests {
 		entries, err := tablescan.LiveEntries(d.ctx, d.fs, m)
 		if err != nil {
@@ -366,7 +360,7 @@ func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef,
 		}
 		for _, e := range entries {
 			if e.File.ContentType() == iceberg.EntryContentData {
-				data[e.File.FilePath()] = fileRef{file: e.File, seq: e.Seq}
+				data[e.File.FilePath()] = e
 			} else {
 				deletes[e.File.FilePath()] = e.File
 			}
@@ -375,36 +369,36 @@ func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]fileRef,
 	return data, deletes, nil
 }
 
-func sortedRefs(m map[string]fileRef) []fileRef {
-	out := make([]fileRef, 0, len(m))
+func sortedRefs(m map[string]tablescan.Entry) []tablescan.Entry {
+	out := make([]tablescan.Entry, 0, len(m))
 	for _, r := range m {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b fileRef) int { return cmp.Compare(a.file.FilePath(), b.file.FilePath()) })
+	slices.SortFunc(out, func(a, b tablescan.Entry) int { return cmp.Compare(a.File.FilePath(), b.File.FilePath()) })
 	return out
 }
 
 // diffWhole emits a file live on one side only: all its live rows go
 // (-1, from old) or come (+1, from new).
-func (d *delta) diffWhole(old, new *side, ref fileRef) error {
+func (d *delta) diffWhole(old, new *side, ref tablescan.Entry) error {
 	var delOld, delNew *tablescan.FileDeletes
 	var err error
 	if old != nil {
-		if delOld, err = old.deletes.Load(d.ctx, d.fs, old.schema, ref.file, ref.seq, old.scan); err != nil {
+		if delOld, err = old.deletes.Load(d.ctx, d.fs, old.schema, ref.File, ref.Seq, old.scan); err != nil {
 			return err
 		}
 	}
 	if new != nil {
-		if delNew, err = new.deletes.Load(d.ctx, d.fs, new.schema, ref.file, ref.seq, new.scan); err != nil {
+		if delNew, err = new.deletes.Load(d.ctx, d.fs, new.schema, ref.File, ref.Seq, new.scan); err != nil {
 			return err
 		}
 	}
-	return d.diffFile(ref.file, delOld, delNew)
+	return d.diffFile(ref.File, delOld, delNew)
 }
 
 // bothPlan says where to compare a data file live in both snapshots.
 type bothPlan struct {
-	ref       fileRef
+	ref       tablescan.Entry
 	positions bool              // its position deletes differ: compare where they do
 	whole     bool              // an equality delete no resolver narrowed: compare every row
 	keys      bool              // an equality delete stopped applying: compare live positions by the equality columns
@@ -424,9 +418,9 @@ type bothPlan struct {
 // that are in no index of the old snapshot; which ones is decided by
 // reading only the equality columns (keys), and the rows whose liveness
 // changed are compared. It returns nil for an unchanged file.
-func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
-	appOld := d.old.deletes.Applicable(ref.file, ref.seq)
-	appNew := d.new.deletes.Applicable(ref.file, ref.seq)
+func (d *delta) planBoth(ref tablescan.Entry) (*bothPlan, error) {
+	appOld := d.old.deletes.Applicable(ref.File, ref.Seq)
+	appNew := d.new.deletes.Applicable(ref.File, ref.Seq)
 	inOld := map[string]bool{}
 	for _, x := range appOld {
 		inOld[x.File.FilePath()] = true
@@ -456,14 +450,14 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 			p.whole = true
 			return nil
 		}
-		for _, pos := range r.byFile[ref.file.FilePath()] {
+		for _, pos := range r.byFile[ref.File.FilePath()] {
 			if pos >= 0 {
 				p.explicit.Add(uint64(pos))
 			}
 		}
 		if !seen[r] {
 			seen[r] = true
-			p.entries = append(p.entries, r.entries[ref.file.FilePath()]...)
+			p.entries = append(p.entries, r.entries[ref.File.FilePath()]...)
 			p.indexed = p.indexed && r.entries != nil
 		}
 		return nil
@@ -491,17 +485,17 @@ func (d *delta) planBoth(ref fileRef) (*bothPlan, error) {
 // diffBoth compares a file live in both snapshots as planned.
 func (d *delta) diffBoth(p *bothPlan) error {
 	ref := p.ref
-	delOld, err := d.old.deletes.Load(d.ctx, d.fs, d.old.schema, ref.file, ref.seq, d.old.scan)
+	delOld, err := d.old.deletes.Load(d.ctx, d.fs, d.old.schema, ref.File, ref.Seq, d.old.scan)
 	if err != nil {
 		return err
 	}
-	delNew, err := d.new.deletes.Load(d.ctx, d.fs, d.new.schema, ref.file, ref.seq, d.new.scan)
+	delNew, err := d.new.deletes.Load(d.ctx, d.fs, d.new.schema, ref.File, ref.Seq, d.new.scan)
 	if err != nil {
 		return err
 	}
 	if p.whole {
 		d.stats.EqualityDeleteSlowPath++
-		return d.diffFile(ref.file, delOld, delNew)
+		return d.diffFile(ref.File, delOld, delNew)
 	}
 	if !p.keys && !p.positions && p.indexed {
 		if done, err := d.deleteIndexed(p, delNew); done || err != nil {
@@ -523,11 +517,11 @@ func (d *delta) diffBoth(p *bothPlan) error {
 				}
 			}
 		}
-		liveOld, err := d.livePositions(d.old, ref.file, delOld, keyCols)
+		liveOld, err := d.livePositions(d.old, ref.File, delOld, keyCols)
 		if err != nil {
 			return err
 		}
-		liveNew, err := d.livePositions(d.new, ref.file, delNew, keyCols)
+		liveNew, err := d.livePositions(d.new, ref.File, delNew, keyCols)
 		if err != nil {
 			return err
 		}
@@ -546,7 +540,7 @@ func (d *delta) diffBoth(p *bothPlan) error {
 	if keep.IsEmpty() {
 		return nil
 	}
-	return d.diffFile(ref.file, restrict(delOld, keep), restrict(delNew, keep))
+	return d.diffFile(ref.File, restrict(delOld, keep), restrict(delNew, keep))
 }
 
 // deleteIndexed emits the deletes of a file that only added equality
@@ -586,7 +580,7 @@ func (d *delta) deleteIndexed(p *bothPlan, delNew *tablescan.FileDeletes) (done 
 				tuple = append(tuple, e[at])
 			}
 			if dead, err = set.Contains(tuple); err != nil {
-				return true, fmt.Errorf("equality deletes of %s: %w", p.ref.file.FilePath(), err)
+				return true, fmt.Errorf("equality deletes of %s: %w", p.ref.File.FilePath(), err)
 			}
 		}
 		if !dead {

@@ -92,8 +92,7 @@ func (s *scenario) reload() {
 }
 
 // waitRewritten waits until the table's current snapshot holds no
-// equality delete and both indexes cover it, then checks the indexes'
-// history and the lookups.
+// equality delete and both indexes cover it, then checks the lookups.
 func (s *scenario) waitRewritten() {
 	t := s.t
 	t.Helper()

@@ -276,7 +276,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadat
 		}
 		run.res.Plan.RemovedDataFiles = run.recon.removed
 		for _, df := range run.recon.added {
-			run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.file.FilePath())
+			run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.File.FilePath())
 		}
 	}
 	return run, snap, nil

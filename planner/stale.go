@@ -28,10 +28,10 @@ type reconciler struct {
 	fs      iceio.IO
 	schema  *iceberg.Schema // of T
 	opts    tablescan.Options
-	deletes *tablescan.DeleteIndex // the delete files of T
-	live    map[string]dataFile    // data files live at T, by path
-	added   []dataFile             // live at T, not at S, in manifest order
-	removed int                    // live at S, not at T
+	deletes *tablescan.DeleteIndex     // the delete files of T
+	live    map[string]tablescan.Entry // data files live at T, by path
+	added   []tablescan.Entry          // live at T, not at S, in manifest order
+	removed int                        // live at S, not at T
 	is      *format.IndexSchema
 
 	// A reconciler is kept in the store's lookup cache and shared by the
@@ -53,11 +53,6 @@ type reconciler struct {
 // entries a cached reconciler keeps; beyond it each lookup scans them.
 const maxCachedAddedRows = 1 << 20
 
-type dataFile struct {
-	file iceberg.DataFile
-	seq  int64 // data sequence number
-}
-
 // fileState is what decides whether a row of a data file live at both S
 // and T is still live at T.
 type fileState struct {
@@ -76,7 +71,7 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 		return nil, fmt.Errorf("open table io: %w", err)
 	}
 	rc := &reconciler{
-		fs: fsys, schema: schema, live: map[string]dataFile{}, state: map[string]*fileState{}, is: is,
+		fs: fsys, schema: schema, live: map[string]tablescan.Entry{}, state: map[string]*fileState{}, is: is,
 		opts: tablescan.Options{NameMapping: tbl.NameMapping(), FormatVersion: tbl.Metadata().Version(), Allocator: mem},
 	}
 	return rc, rc.plan(ctx, tbl, from, to)
@@ -104,7 +99,7 @@ func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *tabl
 	for _, m := range fromManifests {
 		shared[m.FilePath()] = true
 	}
-	var candidates []dataFile
+	var candidates []tablescan.Entry
 	for _, m := range toManifests {
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
@@ -115,10 +110,9 @@ func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *tabl
 			return err
 		}
 		for _, e := range entries {
-			df := dataFile{file: e.File, seq: e.Seq}
-			rc.live[df.file.FilePath()] = df
+			rc.live[e.File.FilePath()] = e
 			if own {
-				candidates = append(candidates, df)
+				candidates = append(candidates, e)
 			}
 		}
 	}
@@ -144,7 +138,7 @@ func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *tabl
 		}
 	}
 	for _, df := range candidates {
-		if !old[df.file.FilePath()] {
+		if !old[df.File.FilePath()] {
 			rc.added = append(rc.added, df)
 		}
 	}
@@ -212,15 +206,15 @@ func (rc *reconciler) isLive(ctx context.Context, ru *run, path string, pos int6
 // deletes are tested on the entry's stored values when the index stores
 // every equality field with the table's type; otherwise the file's live
 // positions are read once.
-func (rc *reconciler) fileState(ctx context.Context, ru *run, df dataFile) (*fileState, error) {
-	path := df.file.FilePath()
+func (rc *reconciler) fileState(ctx context.Context, ru *run, df tablescan.Entry) (*fileState, error) {
+	path := df.File.FilePath()
 	rc.mu.Lock()
 	st, ok := rc.state[path]
 	rc.mu.Unlock()
 	if ok {
 		return st, nil
 	}
-	deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.file, df.seq, rc.opts)
+	deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.File, df.Seq, rc.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -261,18 +255,18 @@ func (rc *reconciler) storedColumns(ru *run, ids []int) ([]int, bool) {
 }
 
 // livePositions reads the positions of a data file's live rows at T.
-func (rc *reconciler) livePositions(ctx context.Context, df dataFile, deletes *tablescan.FileDeletes) (*roaring64.Bitmap, error) {
+func (rc *reconciler) livePositions(ctx context.Context, df tablescan.Entry, deletes *tablescan.FileDeletes) (*roaring64.Bitmap, error) {
 	live := roaring64.New()
 	opts := rc.opts
 	opts.Columns = []int{format.FieldIDPos}
-	err := tablescan.ScanFile(ctx, rc.fs, rc.schema, df.file, deletes, opts, func(b arrow.RecordBatch) error {
+	err := tablescan.ScanFile(ctx, rc.fs, rc.schema, df.File, deletes, opts, func(b arrow.RecordBatch) error {
 		for _, p := range b.Column(0).(*array.Int64).Int64Values() {
 			live.Add(uint64(p))
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read live positions of %s: %w", df.file.FilePath(), err)
+		return nil, fmt.Errorf("read live positions of %s: %w", df.File.FilePath(), err)
 	}
 	return live, nil
 }
@@ -316,7 +310,7 @@ func (rc *reconciler) addedEntries(ctx context.Context, ru *run) (entries []arro
 	}
 	var total int64
 	for _, df := range rc.added {
-		total += df.file.Count()
+		total += df.File.Count()
 	}
 	if total > maxCachedAddedRows {
 		return nil, 0, false, nil
@@ -349,15 +343,15 @@ func (rc *reconciler) eachAdded(ctx context.Context, ru *run, mem memory.Allocat
 	opts.Columns = cols
 	opts.Allocator = mem
 	for _, df := range rc.added {
-		deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.file, df.seq, rc.opts)
+		deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.File, df.Seq, rc.opts)
 		if err != nil {
 			return err
 		}
 		onFile()
-		err = tablescan.ScanFile(ctx, rc.fs, rc.schema, df.file, deletes, opts, func(src arrow.RecordBatch) error {
+		err = tablescan.ScanFile(ctx, rc.fs, rc.schema, df.File, deletes, opts, func(src arrow.RecordBatch) error {
 			entries, err := format.Entries(mem, rc.is, format.RecordColumns(src, rc.schema))
 			if err != nil {
-				return fmt.Errorf("index entries of %s: %w", df.file.FilePath(), err)
+				return fmt.Errorf("index entries of %s: %w", df.File.FilePath(), err)
 			}
 			defer entries.Release()
 			stored := ru.storedOf(entries)
@@ -378,7 +372,7 @@ func (rc *reconciler) eachAdded(ctx context.Context, ru *run, mem memory.Allocat
 func (rc *reconciler) size() int64 {
 	var added int64
 	for _, df := range rc.added {
-		added += df.file.Count()
+		added += df.File.Count()
 	}
 	return int64(len(rc.live)+rc.deletes.Len())*512 + min(added, maxCachedAddedRows)*int64(24+16*len(rc.is.StoredSchema().Fields()))
 }

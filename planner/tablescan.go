@@ -54,7 +54,7 @@ func (p *Planner) scanTable(ctx context.Context, tbl *table.Table, md *format.Me
 		return nil, err
 	}
 	for _, df := range run.recon.added {
-		run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.file.FilePath())
+		run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.File.FilePath())
 	}
 	if !r.none {
 		if err := run.recon.scanAdded(ctx, run); err != nil && !errors.Is(err, errLimit) {
