@@ -54,11 +54,20 @@ const (
 // int, an identity double (NaN and signed zeros) and a non-materialized date.
 func rfAllTypesIndex(t testing.TB) *IndexSchema {
 	t.Helper()
+	return rfTypesIndex(t, func(iceberg.Type) bool { return true })
+}
+
+// rfTypesIndex is rfAllTypesIndex with identity fields of the source
+// columns whose type keep accepts only.
+func rfTypesIndex(t testing.TB, keep func(iceberg.Type) bool) *IndexSchema {
+	t.Helper()
 	var fields []iceberg.NestedField
 	var ids []int
 	for i, typ := range rfSourceTypes {
 		fields = append(fields, iceberg.NestedField{ID: i + 1, Name: fmt.Sprintf("c_%d", i+1), Type: typ})
-		ids = append(ids, i+1)
+		if keep(typ) {
+			ids = append(ids, i+1)
+		}
 	}
 	md := &Metadata{
 		IdentityFields: ids,

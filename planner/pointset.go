@@ -76,6 +76,30 @@ func (s *intSet) contains(v int64) bool {
 	return i < len(s.hi) && s.lo[i] <= v
 }
 
+// applyIntValues tests rows against s as applyInts does, given their
+// values and, when some may be null, which are not (valid).
+func applyIntValues(s *intSet, vals []int64, valid []bool, keep []bool) {
+	k, prev, ascending := 0, int64(math.MinInt64), true
+	for i, v := range vals {
+		if !keep[i] {
+			continue
+		}
+		if valid != nil && !valid[i] {
+			keep[i] = s.null
+			continue
+		}
+		if ascending = ascending && v >= prev; !ascending {
+			keep[i] = s.contains(v)
+			continue
+		}
+		for k < len(s.hi) && s.hi[k] < v {
+			k++
+		}
+		keep[i] = k < len(s.hi) && s.lo[k] <= v
+		prev = v
+	}
+}
+
 // applyInts tests the rows of an integer-like column against s, and
 // reports false for a column layout it does not read.
 func applyInts(s *intSet, col arrow.Array, keep []bool) bool {

@@ -305,8 +305,24 @@ func (ru *run) readGroups(ctx context.Context, rf *objstore.RangeFile, groups []
 			continue
 		}
 		if all && ru.onePass() {
-			// Matches in every page: one pass decodes each column once.
-			err := rf.ReadMatching(ctx, g, func(b arrow.RecordBatch) ([]bool, error) {
+			// Matches in every page: one pass decodes each column once,
+			// straight into the values of the kept rows where the file's
+			// columns allow.
+			done, err := rf.ReadMatchingInts(ctx, g, keys, func(vals [][]int64, valid [][]bool, keep []bool) error {
+				st.EntriesScanned += int64(len(keep))
+				for _, fl := range ru.r.filters {
+					i := colOf[fl.fieldID]
+					applyIntValues(fl.ints, vals[i], valid[i], keep)
+				}
+				return nil
+			}, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
+			if err != nil {
+				return err
+			}
+			if done {
+				continue
+			}
+			err = rf.ReadMatching(ctx, g, func(b arrow.RecordBatch) ([]bool, error) {
 				st.EntriesScanned += b.NumRows()
 				return ru.match(b, fieldColumns(b.Schema()))
 			}, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
