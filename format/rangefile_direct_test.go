@@ -143,4 +143,3 @@ func asInt(v any) int64 {
 	}
 	panic(v)
 }
-

@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"github.com/streamidx/streamidx/internal/testtables"
 	"math"
 	"slices"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 func resolveFor(t *testing.T, def, where string) *resolved {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"strings"
 
-	"github.com/apache/iceberg-go/table"
-	"github.com/streamidx/streamidx/internal/testtables"
 	"testing"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/testtables"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
