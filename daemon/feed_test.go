@@ -68,7 +68,15 @@ func TestBogusNotificationHoldsNothing(t *testing.T) {
 	}
 
 	// Past the bounded wait the bogus notification goes to the dead-letter
-	// topic with its reason and stops holding partition 0.
+	// topic with its reason and stops holding partition 0. The wait counts
+	// from when the daemon read it, so the clock moves only once it has:
+	// s3's index snapshot may come from the alignment at start, before the
+	// consumer has read partition 0 at all.
+	waitFor(t, "the bogus notification is read again after the restart", func() bool {
+		_, body := d.get(t, "/metrics")
+		n, err := metric(body, "streamidx_ingest_notifications_pending")
+		return err == nil && n != "0"
+	})
 	clock.advance(time.Duration(h.cfg.Run.Kafka.NotificationTimeout) + time.Second)
 	// On a timeout, the daemon's log says where the notification stood
 	// (re-read after a rebalance, dead-letter record not produced, ...).
