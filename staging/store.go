@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"strings"
 	"sync"
@@ -43,7 +44,7 @@ var (
 // Defaults of StoreOptions.
 const (
 	DefaultMemTableSize = 16 << 20
-	DefaultBatchBytes   = 4 << 20
+	DefaultBatchBytes   = 512 << 10
 )
 
 // stagingL0Files is how many flushed memtables wait in Pebble's level 0
@@ -497,7 +498,18 @@ func (s *Store) Stage(index string, sourceSnapshotID int64) (*Stager, error) {
 		return nil, fmt.Errorf("open stage %s@%d: %w", index, sourceSnapshotID, err)
 	}
 	s.active[string(stageKey)] = true
-	return &Stager{s: s, index: index, snap: sourceSnapshotID, prefix: prefix, stageKey: stageKey, batch: s.db.NewBatch()}, nil
+	return &Stager{s: s, index: index, snap: sourceSnapshotID, prefix: prefix, stageKey: stageKey, batch: s.newBatch()}, nil
+}
+
+// newBatch returns a batch for a Stager, made big enough at once for
+// BatchBytes of mutations and kept that big by Pebble for the next: a batch
+// that starts small doubles its buffer a dozen times on the way to a few
+// MiB, and each fresh buffer is copied into and faulted in page by page
+// (in a profile of a daemon staging 10,000-upsert commits, that copying
+// took 40% of the staging).
+func (s *Store) newBatch() *pebble.Batch {
+	size := 1 << bits.Len(uint(s.opts.BatchBytes)) // above BatchBytes, for the record that crosses it
+	return s.db.NewBatch(pebble.WithInitialSizeBytes(size), pebble.WithMaxRetainedSizeBytes(size))
 }
 
 // Stager writes the mutations of one stage. Its delta is invisible to Sealed
