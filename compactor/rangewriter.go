@@ -131,8 +131,16 @@ type RangeWriter struct {
 	// for every few rows.
 	chunks    []arrow.RecordBatch
 	chunkRows int
-	// dense decodes, by column, the dictionaries of the queued chunks.
-	dense []denseBuffers
+	// dense decodes, by column, the dictionaries of the queued chunks:
+	// two sets, one for the batch being written and one for the next.
+	dense [2][]denseBuffers
+	flip  int
+	// inflight, when set, delivers the result of the write of the last
+	// batch, which runs beside the caller's work on the next one (a merge
+	// decodes and merges while the batch before is encoded and
+	// compressed); inflightRows is the file's entries once it is done.
+	inflight     chan error
+	inflightRows int64
 
 	// remaining, when set, estimates the entries still to come after those
 	// given so far; it lets the writer avoid leaving a small last file.
@@ -147,8 +155,12 @@ type RangeWriter struct {
 
 	out     *objstore.Writer
 	file    *format.RangeFileWriter
-	rows    int64      // entries written to the open file
-	size    int64      // its estimated size after the last write
+	rows    int64      // entries given to the open file's writer
+	size    int64      // its estimated size once sizedRows were written
+	// sizedRows are the entries written when size was taken: the sizes
+	// are taken when a write is waited for, before the next begins, so
+	// that where files split does not depend on how fast writes run.
+	sizedRows int64
 	lastKey format.Key // clustering key of the last entry added
 	keyBuf  format.Key
 	written []format.TrackingEntry
@@ -163,7 +175,8 @@ func NewRangeWriter(ctx context.Context, s *format.IndexSchema, dir string, opts
 	if err != nil {
 		return nil, err
 	}
-	w := &RangeWriter{ctx: ctx, schema: s, dir: dir, opts: opts, arrowSchema: as, dense: make([]denseBuffers, as.NumFields())}
+	w := &RangeWriter{ctx: ctx, schema: s, dir: dir, opts: opts, arrowSchema: as,
+		dense: [2][]denseBuffers{make([]denseBuffers, as.NumFields()), make([]denseBuffers, as.NumFields())}}
 	pos := map[int]int{}
 	for i, f := range s.Fields() {
 		pos[f.ID] = i
@@ -305,7 +318,7 @@ func (w *RangeWriter) dropChunks() {
 // (the caller releases it): string and binary columns given as
 // dictionaries are decoded here, each value copied once into the joined
 // column, in buffers the writer reuses (the batch is good until the next
-// call).
+// call but one: the two sets of buffers take turns).
 func (w *RangeWriter) queuedBatch() (arrow.RecordBatch, error) {
 	if len(w.chunks) == 1 && w.chunks[0].Schema().Equal(w.arrowSchema) {
 		w.chunks[0].Retain()
@@ -325,7 +338,7 @@ func (w *RangeWriter) queuedBatch() (arrow.RecordBatch, error) {
 		var err error
 		switch {
 		case dict:
-			col, err = w.dense[i].join(w.arrowSchema.Field(i).Type, parts, nil)
+			col, err = w.dense[w.flip][i].join(w.arrowSchema.Field(i).Type, parts, nil)
 		case len(parts) == 1:
 			col = parts[0]
 			col.Retain()
@@ -486,27 +499,47 @@ func (w *RangeWriter) shouldClose(ahead int64) bool {
 		return false
 	}
 	target, limit := w.opts.TargetFileSize, w.opts.maxFileSize()
-	perEntry := max(float64(w.size)/float64(w.rows), w.opts.minEntrySize())
-	size := int64(perEntry * float64(rows))
+	size := int64(w.perEntry() * float64(rows))
 	if size >= limit {
 		return true
 	}
 	if w.remaining == nil {
 		return size >= target
 	}
-	rest := int64(perEntry * float64(ahead+w.remaining()))
+	rest := int64(w.perEntry() * float64(ahead+w.remaining()))
 	if size >= target {
 		return rest >= target/2 || size+rest > limit
 	}
 	return size+rest > limit && size >= rest && size >= target/2
 }
 
-func (w *RangeWriter) noteSize() {
+// perEntry is the estimated size of an entry of the open file: its size
+// over the entries written when it was taken, or before any was, what a
+// file of this writer (or of the merge) took.
+func (w *RangeWriter) perEntry() float64 {
+	if w.sizedRows == 0 {
+		return max(w.entrySize, w.opts.minEntrySize())
+	}
+	return max(float64(w.size)/float64(w.sizedRows), w.opts.minEntrySize())
+}
+
+// wait waits for the write in flight and takes the open file's size.
+func (w *RangeWriter) wait() error {
+	if w.inflight == nil {
+		return nil
+	}
+	err := <-w.inflight
+	w.inflight = nil
+	if err != nil {
+		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
+	}
 	// The Parquet writer counts only the pages it has compressed, not the
 	// dictionaries and the page it is filling, nor the footer it writes at
 	// the close; the bytes per entry of whole files (the files a merge
 	// replaces, or those this writer closed) count all of it.
-	w.size = max(w.file.EstimatedSize(), int64(w.entrySize*float64(w.rows)))
+	w.sizedRows = w.inflightRows
+	w.size = max(w.file.EstimatedSize(), int64(w.entrySize*float64(w.sizedRows)))
+	return nil
 }
 
 // split closes the open file between two entries and reports it.
@@ -521,7 +554,8 @@ func (w *RangeWriter) split() error {
 }
 
 // flushBatch hands the queued entries to the open range file, opening one
-// when needed, and notes when the file reached its target size.
+// when needed: once the write before has finished, the batch is written on
+// a goroutine of its own while the caller goes on.
 func (w *RangeWriter) flushBatch() error {
 	w.builderChunk()
 	if w.chunkRows == 0 {
@@ -536,14 +570,28 @@ func (w *RangeWriter) flushBatch() error {
 	if err != nil {
 		return err
 	}
-	defer rec.Release()
 	w.rows += int64(w.chunkRows)
 	w.dropChunks()
-	if err := w.file.Write(rec); err != nil {
-		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
+	if err := w.wait(); err != nil {
+		rec.Release()
+		return err
 	}
-	w.noteSize()
+	w.flip ^= 1
+	file, done := w.file, make(chan error, 1)
+	w.inflight, w.inflightRows = done, w.rows
+	go func() {
+		defer rec.Release()
+		done <- file.Write(rec)
+	}()
 	return nil
+}
+
+// drain waits for the write in flight, if any, whatever its result.
+func (w *RangeWriter) drain() {
+	if w.inflight != nil {
+		<-w.inflight
+		w.inflight = nil
+	}
 }
 
 func (w *RangeWriter) openFile() error {
@@ -560,12 +608,15 @@ func (w *RangeWriter) openFile() error {
 		out.Abort()
 		return fmt.Errorf("start range file %s: %w", out.Location(), err)
 	}
-	w.out, w.file, w.size, w.rows = out, f, 0, 0
+	w.out, w.file, w.size, w.rows, w.sizedRows = out, f, 0, 0, 0
 	return nil
 }
 
 func (w *RangeWriter) finishFile() error {
 	if err := w.flushBatch(); err != nil {
+		return err
+	}
+	if err := w.wait(); err != nil {
 		return err
 	}
 	if w.file == nil {
@@ -587,7 +638,7 @@ func (w *RangeWriter) finishFile() error {
 	}
 	w.bytes += entry.FileSizeInBytes
 	w.written = append(w.written, entry)
-	w.file, w.out, w.size, w.rows = nil, nil, 0, 0
+	w.file, w.out, w.size, w.rows, w.sizedRows = nil, nil, 0, 0, 0
 	return nil
 }
 
@@ -598,8 +649,7 @@ func (w *RangeWriter) open() (rows, size int64) {
 	if w.file == nil || w.rows == 0 {
 		return rows, 0
 	}
-	perEntry := max(float64(w.file.EstimatedSize())/float64(w.rows), w.opts.minEntrySize())
-	return rows, int64(perEntry * float64(rows))
+	return rows, int64(w.perEntry() * float64(rows))
 }
 
 // Close finishes the last file and returns the tracking entries of every
@@ -615,6 +665,7 @@ func (w *RangeWriter) Close() ([]format.TrackingEntry, error) {
 // Abort drops the open file. Files already finished stay: the caller deletes
 // them, or leaves them to orphan clean-up, since no snapshot references them.
 func (w *RangeWriter) Abort() {
+	w.drain()
 	if w.out != nil {
 		w.out.Abort()
 		w.out, w.file = nil, nil
@@ -623,6 +674,7 @@ func (w *RangeWriter) Abort() {
 }
 
 func (w *RangeWriter) release() {
+	w.drain()
 	if !w.closed {
 		w.closed = true
 		w.dropChunks()
