@@ -141,6 +141,10 @@ type RangeWriter struct {
 	// compressed); inflightRows is the file's entries once it is done.
 	inflight     chan error
 	inflightRows int64
+	werr         error // the first write that failed
+	// beforeWrite, when set (by tests), runs on the write's goroutine
+	// before the write.
+	beforeWrite func()
 
 	// remaining, when set, estimates the entries still to come after those
 	// given so far; it lets the writer avoid leaving a small last file.
@@ -153,19 +157,19 @@ type RangeWriter struct {
 	// and the entries that follow start the next one.
 	afterSplit func()
 
-	out     *objstore.Writer
-	file    *format.RangeFileWriter
-	rows    int64      // entries given to the open file's writer
-	size    int64      // its estimated size once sizedRows were written
+	out  *objstore.Writer
+	file *format.RangeFileWriter
+	rows int64 // entries given to the open file's writer
+	size int64 // its estimated size once sizedRows were written
 	// sizedRows are the entries written when size was taken: the sizes
 	// are taken when a write is waited for, before the next begins, so
 	// that where files split does not depend on how fast writes run.
 	sizedRows int64
-	lastKey format.Key // clustering key of the last entry added
-	keyBuf  format.Key
-	written []format.TrackingEntry
-	bytes   int64
-	closed  bool
+	lastKey   format.Key // clustering key of the last entry added
+	keyBuf    format.Key
+	written   []format.TrackingEntry
+	bytes     int64
+	closed    bool
 }
 
 // NewRangeWriter writes range files named <dir>/<uuid>.parquet.
@@ -514,24 +518,30 @@ func (w *RangeWriter) shouldClose(ahead int64) bool {
 }
 
 // perEntry is the estimated size of an entry of the open file: its size
-// over the entries written when it was taken, or before any was, what a
-// file of this writer (or of the merge) took.
+// over the entries written when it was taken; before any was, what a file
+// of this writer (or those the merge replaces) took, and when there is no
+// such file, the size after the first write, waited for.
 func (w *RangeWriter) perEntry() float64 {
+	if w.sizedRows == 0 && w.entrySize == 0 {
+		_ = w.wait() // an error stays for the next flush to return
+	}
 	if w.sizedRows == 0 {
 		return max(w.entrySize, w.opts.minEntrySize())
 	}
 	return max(float64(w.size)/float64(w.sizedRows), w.opts.minEntrySize())
 }
 
-// wait waits for the write in flight and takes the open file's size.
+// wait waits for the write in flight and takes the open file's size; it
+// returns the error of that write or of one before.
 func (w *RangeWriter) wait() error {
 	if w.inflight == nil {
-		return nil
+		return w.werr
 	}
 	err := <-w.inflight
 	w.inflight = nil
 	if err != nil {
-		return fmt.Errorf("write range file %s: %w", w.out.Location(), err)
+		w.werr = fmt.Errorf("write range file %s: %w", w.out.Location(), err)
+		return w.werr
 	}
 	// The Parquet writer counts only the pages it has compressed, not the
 	// dictionaries and the page it is filling, nor the footer it writes at
@@ -577,10 +587,13 @@ func (w *RangeWriter) flushBatch() error {
 		return err
 	}
 	w.flip ^= 1
-	file, done := w.file, make(chan error, 1)
+	file, done, before := w.file, make(chan error, 1), w.beforeWrite
 	w.inflight, w.inflightRows = done, w.rows
 	go func() {
 		defer rec.Release()
+		if before != nil {
+			before()
+		}
 		done <- file.Write(rec)
 	}()
 	return nil

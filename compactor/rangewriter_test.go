@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -91,6 +93,67 @@ func TestRangeWriterSplitsOnlyAtKeyChanges(t *testing.T) {
 	}
 	if total != n {
 		t.Errorf("%d entries written, %d added", total, n)
+	}
+}
+
+// TestRangeWriterSplitsDoNotDependOnWriteSpeed: batches are written on a
+// goroutine of their own, and where files split is the same whether the
+// writes are instant or slow, by entries given one by one and as slices.
+func TestRangeWriterSplitsDoNotDependOnWriteSpeed(t *testing.T) {
+	is := testIndexSchema(t)
+	layout := func(delay time.Duration) []int64 {
+		w, err := NewRangeWriter(context.Background(), is, "file://"+filepath.ToSlash(t.TempDir()), RangeWriterOptions{
+			TargetFileSize: 4 << 10, RowGroupRows: 100, PageSizeBytes: 512, BatchRows: 100, // every write compresses its pages
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		w.beforeWrite = func() {
+			n++
+			if n%3 != 0 { // some writes slow, some not
+				time.Sleep(delay)
+			}
+		}
+		b := array.NewRecordBuilder(memory.DefaultAllocator, w.arrowSchema)
+		defer b.Release()
+		for i := range 12000 {
+			// Payloads lengthen as keys ascend, so that the bytes per entry
+			// a split is decided on depend on which writes were counted.
+			key, payload := int64(i/5), fmt.Sprintf("%0*d", 1+i/150, i)
+			if i < 6000 {
+				if err := w.Add(format.Key{key, payload}); err != nil {
+					t.Fatal(err)
+				}
+				continue
+			}
+			b.Field(0).(*array.Int64Builder).Append(key)
+			b.Field(1).(*array.StringBuilder).Append(payload)
+			if b.Field(0).Len() == 700 {
+				rec := b.NewRecordBatch()
+				err := w.AddRows(rec, 0, int(rec.NumRows()))
+				rec.Release()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		entries, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counts []int64
+		for _, e := range entries {
+			counts = append(counts, e.RecordCount)
+		}
+		return counts
+	}
+	fast, slow := layout(0), layout(3*time.Millisecond)
+	if len(fast) < 3 {
+		t.Fatalf("%d files; the test needs several", len(fast))
+	}
+	if !slices.Equal(fast, slow) {
+		t.Errorf("files of %v entries with instant writes, %v with slow ones", fast, slow)
 	}
 }
 
