@@ -352,27 +352,13 @@ func (d *directColumn) read(n int, got func(from, lvls, values int)) error {
 
 // skip passes over the next n rows.
 func (d *directColumn) skip(n int) error {
-	switch rdr := d.rdr.(type) {
-	case *file.Int64ColumnChunkReader:
-		_, err := rdr.Skip(int64(n))
-		return err
-	case *file.Int32ColumnChunkReader:
-		_, err := rdr.Skip(int64(n))
-		return err
-	case *file.ByteArrayColumnChunkReader:
-		_, err := rdr.Skip(int64(n))
-		return err
-	case *file.Float32ColumnChunkReader:
-		_, err := rdr.Skip(int64(n))
-		return err
-	case *file.Float64ColumnChunkReader:
-		_, err := rdr.Skip(int64(n))
-		return err
-	case *file.BooleanColumnChunkReader:
-		_, err := rdr.Skip(int64(n))
-		return err
+	// Every typed column reader skips rows this way.
+	s, ok := d.rdr.(interface{ Skip(int64) (int64, error) })
+	if !ok {
+		return fmt.Errorf("column %d: no direct reader for %T", d.c.leaf, d.rdr)
 	}
-	return fmt.Errorf("column %d: no direct reader for %T", d.c.leaf, d.rdr)
+	_, err := s.Skip(int64(n))
+	return err
 }
 
 // appendInts appends the kept rows of the integer values last read to b.

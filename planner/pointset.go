@@ -76,11 +76,41 @@ func (s *intSet) contains(v int64) bool {
 	return i < len(s.hi) && s.lo[i] <= v
 }
 
-// applyIntValues tests rows against s as applyInts does, given their
-// values and, when some may be null, which are not (valid).
-func applyIntValues(s *intSet, vals []int64, valid []bool, keep []bool) {
+// applyInts tests the rows of an integer-like column against s, and
+// reports false for a column layout it does not read.
+func applyInts(s *intSet, col arrow.Array, keep []bool) bool {
+	var valid []bool
+	if col.NullN() > 0 {
+		valid = make([]bool, col.Len())
+		for i := range valid {
+			valid[i] = col.IsValid(i)
+		}
+	}
+	switch c := col.(type) {
+	case *array.Int64:
+		sweepInts(s, c.Int64Values(), valid, keep)
+	case *array.Int32:
+		sweepInts(s, c.Int32Values(), valid, keep)
+	case *array.Date32:
+		sweepInts(s, c.Date32Values(), valid, keep)
+	case *array.Time64:
+		sweepInts(s, c.Time64Values(), valid, keep)
+	case *array.Timestamp:
+		sweepInts(s, c.TimestampValues(), valid, keep)
+	default:
+		return false
+	}
+	return true
+}
+
+// sweepInts clears keep[i] for the rows whose value is not in s (valid,
+// unless nil, says which rows are not null). Range files are sorted by the
+// index key, so the leading key field ascends down a batch: while it
+// does, one sweep walks the values and the intervals together; from a
+// value out of order on, each value is searched for.
+func sweepInts[T ~int32 | ~int64](s *intSet, vals []T, valid []bool, keep []bool) {
 	k, prev, ascending := 0, int64(math.MinInt64), true
-	for i, v := range vals {
+	for i, x := range vals[:len(keep)] {
 		if !keep[i] {
 			continue
 		}
@@ -88,6 +118,7 @@ func applyIntValues(s *intSet, vals []int64, valid []bool, keep []bool) {
 			keep[i] = s.null
 			continue
 		}
+		v := int64(x)
 		if ascending = ascending && v >= prev; !ascending {
 			keep[i] = s.contains(v)
 			continue
@@ -98,51 +129,6 @@ func applyIntValues(s *intSet, vals []int64, valid []bool, keep []bool) {
 		keep[i] = k < len(s.hi) && s.lo[k] <= v
 		prev = v
 	}
-}
-
-// applyInts tests the rows of an integer-like column against s, and
-// reports false for a column layout it does not read.
-func applyInts(s *intSet, col arrow.Array, keep []bool) bool {
-	var value func(i int) int64
-	switch c := col.(type) {
-	case *array.Int64:
-		value = func(i int) int64 { return c.Value(i) }
-	case *array.Int32:
-		value = func(i int) int64 { return int64(c.Value(i)) }
-	case *array.Date32:
-		value = func(i int) int64 { return int64(c.Value(i)) }
-	case *array.Time64:
-		value = func(i int) int64 { return int64(c.Value(i)) }
-	case *array.Timestamp:
-		value = func(i int) int64 { return int64(c.Value(i)) }
-	default:
-		return false
-	}
-	// Range files are sorted by the index key, so the leading key field
-	// ascends down a batch: while it does, one sweep walks the values and
-	// the intervals together; from a value out of order on, each value is
-	// searched for.
-	k, prev, ascending := 0, int64(math.MinInt64), true
-	for i := range keep {
-		if !keep[i] {
-			continue
-		}
-		if col.IsNull(i) {
-			keep[i] = s.null
-			continue
-		}
-		v := value(i)
-		if ascending = ascending && v >= prev; !ascending {
-			keep[i] = s.contains(v)
-			continue
-		}
-		for k < len(s.hi) && s.hi[k] < v {
-			k++
-		}
-		keep[i] = k < len(s.hi) && s.lo[k] <= v
-		prev = v
-	}
-	return true
 }
 
 // stringPoints is a set of non-null strings, for IN lists of strings.

@@ -312,7 +312,7 @@ func (ru *run) readGroups(ctx context.Context, rf *objstore.RangeFile, groups []
 				st.EntriesScanned += int64(len(keep))
 				for _, fl := range ru.r.filters {
 					i := colOf[fl.fieldID]
-					applyIntValues(fl.ints, vals[i], valid[i], keep)
+					sweepInts(fl.ints, vals[i], valid[i], keep)
 				}
 				return nil
 			}, func(b arrow.RecordBatch) error { return ru.consume(ctx, b, true) })
