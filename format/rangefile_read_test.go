@@ -341,6 +341,12 @@ func TestRangeFileCorruptPageIsFoundOnRead(t *testing.T) {
 	if !errors.As(err, &corrupt) || corrupt.Path != name {
 		t.Fatalf("Read = %v, want a *CorruptFileError naming %s", err, name)
 	}
+	// The direct decode of an IN over every page says the same.
+	done, err := r.ReadMatchingInts(context.Background(), 0, []int{1},
+		func([][]int64, [][]bool, []bool) error { return nil }, func(arrow.RecordBatch) error { return nil })
+	if !done || !errors.As(err, &corrupt) || corrupt.Path != name {
+		t.Fatalf("ReadMatchingInts = %v, %v, want a *CorruptFileError naming %s", done, err, name)
+	}
 }
 
 var errRFStorage = errors.New("storage unavailable")
