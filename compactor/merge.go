@@ -463,11 +463,16 @@ type merger struct {
 	checkBuf []byte // scratch: the staging key of a mutation's entry
 	encBuf   []byte // scratch: the encoding of an entry's stored values
 	rowBuf   format.Key
+	// rowOf is the row of the batch being merged that rowBuf and keyBuf
+	// hold, or -1: a changed key's row is asked for up to three times
+	// (the group before ends at it, the seek for the next change starts
+	// at it, the next group begins with it) and decoded once.
+	rowOf    int
 	fileName string
 }
 
 func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEntry, dir string, opts MergeOptions) (*merger, error) {
-	m := &merger{ctx: ctx, is: is, opts: opts, dir: dir, prev: prev, codec: format.NewEntryCodec(is),
+	m := &merger{ctx: ctx, is: is, opts: opts, dir: dir, prev: prev, codec: format.NewEntryCodec(is), rowOf: -1,
 		clusterTypes: is.ClusterTypes(), fields: is.Fields(), source: -1}
 	var err error
 	if m.entrySchema, err = format.ArrowSchema(is.EntrySchema()); err != nil {
@@ -763,7 +768,7 @@ func (m *merger) readFile(idx int) error {
 		}
 		defer ent.Release()
 		m.fileLeft -= ent.NumRows()
-		m.batchRows, m.batchPos = int(ent.NumRows()), 0
+		m.batchRows, m.batchPos, m.rowOf = int(ent.NumRows()), 0, -1
 		err = m.mergeBatch(idx, ent)
 		m.batchRows, m.batchPos = 0, 0
 		return err
@@ -960,11 +965,16 @@ func (m *merger) pass(idx int, ent arrow.RecordBatch, from, to int) error {
 
 // rowKey returns the staging key of row i of an entry batch (in keyBuf).
 func (m *merger) rowKey(ent arrow.RecordBatch, i int) ([]byte, error) {
+	if i == m.rowOf {
+		return m.keyBuf, nil
+	}
+	m.rowOf = -1
 	m.rowBuf = m.codec.Row(m.rowBuf, ent, i)
 	var err error
 	if m.keyBuf, err = m.codec.AppendKey(m.keyBuf[:0], m.rowBuf); err != nil {
 		return nil, err
 	}
+	m.rowOf = i
 	return m.keyBuf, nil
 }
 
