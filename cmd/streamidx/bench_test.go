@@ -62,12 +62,12 @@ func TestBenchFigureGroups(t *testing.T) {
 	dir := t.TempDir()
 	byName, stdout := benchFigures(t, dir, "--rows", "5000", "--only", "build,incremental,lookup,service,daemon,scan,events,verify", "--duration", "4s")
 	withBaseline := []string{"build.cdc-50-upserts.rows_per_s", "build.cdc-50-upserts.peak_rss",
-		"incremental.tail-0.1pct.time", "incremental.uniform-0.1pct.time",
+		"incremental.tail-0.1pct.time", "incremental.tail-0.1pct.p50", "incremental.tail-0.1pct.p99", "incremental.uniform-0.1pct.time",
 		"lookup.point.in_process", "lookup.point.process", "lookup.in10k.in_process",
 		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
 		"verify.time", "verify.peak_rss", "service.p99", "service.throughput", "service.scan_throughput"}
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
-		"incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
+		"incremental.tail-0.1pct.p99", "incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
 	// Range files rewritten beside those reused, which a tiny index has none of.
 	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s", "service.daemon_rss") {
 		f := byName[name]
