@@ -113,7 +113,7 @@ func (r *RangeFileReader) ReadMatchingInts(ctx context.Context, rowGroup int, ke
 		for i := range keep {
 			keep[i] = true
 		}
-		var some bool
+		picked := 0
 		err := r.guard(func() error {
 			for k, d := range keys {
 				if err := d.readInts(n); err != nil {
@@ -126,17 +126,16 @@ func (r *RangeFileReader) ReadMatchingInts(ctx context.Context, rowGroup int, ke
 			}
 			for _, k := range keep {
 				if k {
-					some = true
-					break
+					picked++
 				}
 			}
 			for i, d := range cols {
 				switch {
 				case keyOf[i] >= 0:
-					if some {
+					if picked > 0 {
 						d.appendInts(keep, builders[i])
 					}
-				case some:
+				case picked > 0:
 					if err := d.pick(n, keep, builders[i]); err != nil {
 						return err
 					}
@@ -152,19 +151,9 @@ func (r *RangeFileReader) ReadMatchingInts(ctx context.Context, rowGroup int, ke
 			return true, m.err
 		}
 		if err != nil {
-			if ctxErr := ctx.Err(); ctxErr != nil {
-				return true, ctxErr
-			}
-			return true, r.failure("read", err)
+			return true, r.readFailure(ctx, err)
 		}
-		if some {
-			for _, k := range keep {
-				if k {
-					kept++
-				}
-			}
-		}
-		if kept >= batch || (left == 0 && kept > 0) {
+		if kept += picked; kept >= batch || (left == 0 && kept > 0) {
 			if err := flush(); err != nil {
 				return true, err
 			}

@@ -603,10 +603,17 @@ func (r *RangeFileReader) nextBatch(ctx context.Context, rdr pqarrow.RecordReade
 		next = rdr.Next()
 		return rdr.Err()
 	}); err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			return false, ctxErr
-		}
-		return false, r.failure("read", err)
+		return false, r.readFailure(ctx, err)
 	}
 	return next, nil
+}
+
+// readFailure classifies an error of a decoding step: a cancelled context
+// (the decoder stopped because of it) before storage trouble and corrupt
+// bytes.
+func (r *RangeFileReader) readFailure(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	return r.failure("read", err)
 }
