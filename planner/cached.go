@@ -79,7 +79,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 	}()
 	st := &ru.res.Stats
 	st.RangeFilesRead++
-	info, err := objstore.Cached(store, te.FilePath, "groups/"+ru.layoutKey(), func() (*fileInfo, int64, error) {
+	info, err := objstore.Cached(ctx, store, te.FilePath, "groups/"+ru.layoutKey(), func(ctx context.Context) (*fileInfo, int64, error) {
 		rf, err := lr.get(ctx)
 		if err != nil {
 			return nil, 0, err
@@ -111,7 +111,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 	}
 	ctx = compute.WithAllocator(ctx, ru.mem)
 	for _, g := range groups {
-		pages, err := objstore.Cached(store, te.FilePath, fmt.Sprintf("pages/%d/%d/%s", g, field, ru.layoutKey()), func() ([]format.PageStats, int64, error) {
+		pages, err := objstore.Cached(ctx, store, te.FilePath, fmt.Sprintf("pages/%d/%d/%s", g, field, ru.layoutKey()), func(ctx context.Context) ([]format.PageStats, int64, error) {
 			rf, err := lr.get(ctx)
 			if err != nil {
 				return nil, 0, err
@@ -138,7 +138,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 				}
 			}
 			st.PagesRead++
-			blk, err := objstore.Cached(store, te.FilePath, fmt.Sprintf("block/%d/%d/%d/%s", g, p.FirstRow, p.Rows, ru.layoutKey()), func() (*format.Block, int64, error) {
+			blk, err := objstore.Cached(ctx, store, te.FilePath, fmt.Sprintf("block/%d/%d/%d/%s", g, p.FirstRow, p.Rows, ru.layoutKey()), func(ctx context.Context) (*format.Block, int64, error) {
 				rf, err := lr.get(ctx)
 				if err != nil {
 					return nil, 0, err

@@ -291,7 +291,7 @@ func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.M
 		return newReconciler(ctx, tbl, source, target, schema, ru.is, p.opts.Allocator)
 	}
 	key := fmt.Sprintf("reconcile/%s/%s/%d/%d/%s", md.IndexUUID, tbl.Metadata().TableUUID(), source.SnapshotID, target.SnapshotID, ru.layoutKey())
-	return objstore.Cached(p.opts.Store, md.Location, key, func() (*reconciler, int64, error) {
+	return objstore.Cached(ctx, p.opts.Store, md.Location, key, func(ctx context.Context) (*reconciler, int64, error) {
 		rc, err := newReconciler(ctx, tbl, source, target, schema, ru.is, memory.DefaultAllocator)
 		if err != nil {
 			return nil, 0, err
@@ -299,9 +299,10 @@ func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.M
 		// The equality delete files of one table snapshot are mostly those
 		// of the one before: their content is cached by file, not read
 		// again for every table snapshot a lookup meets.
-		rc.deletes.ShareEqualityDeletes(func(del iceberg.DataFile, schema *iceberg.Schema, read func() (*tablescan.EqualityDeletes, error)) (*tablescan.EqualityDeletes, error) {
-			return objstore.Cached(p.opts.Store, del.FilePath(), fmt.Sprintf("equality/%d/%d", schema.ID, schemaFingerprint(schema)), func() (*tablescan.EqualityDeletes, int64, error) {
-				set, err := read()
+		rc.deletes.ShareEqualityDeletes(func(ctx context.Context, del iceberg.DataFile, schema *iceberg.Schema,
+			read func(context.Context) (*tablescan.EqualityDeletes, error)) (*tablescan.EqualityDeletes, error) {
+			return objstore.Cached(ctx, p.opts.Store, del.FilePath(), fmt.Sprintf("equality/%d/%d", schema.ID, schemaFingerprint(schema)), func(ctx context.Context) (*tablescan.EqualityDeletes, int64, error) {
+				set, err := read(ctx)
 				if err != nil {
 					return nil, 0, err
 				}

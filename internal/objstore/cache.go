@@ -2,6 +2,7 @@ package objstore
 
 import (
 	"container/list"
+	"context"
 	"strings"
 	"sync"
 )
@@ -38,11 +39,14 @@ func (s *Store) CacheStats() CacheStats {
 // the value and the memory it holds). Files are immutable, so what is
 // derived from one stays right until the file is removed, which drops it.
 // Callers that miss together wait for one make: eight lookups that meet a
-// new table snapshot at once reconcile it once. Without a cache, Cached
-// always makes.
-func Cached[V any](s *Store, file, key string, make func() (V, int64, error)) (V, error) {
+// new table snapshot at once reconcile it once. That make works for all of
+// them, so it gets ctx without its cancellation: a caller that gives up (a
+// client gone, a request past its time limit) must not fail the others
+// with its "context canceled". Without a cache, Cached always makes, with
+// ctx as it is.
+func Cached[V any](ctx context.Context, s *Store, file, key string, make func(ctx context.Context) (V, int64, error)) (V, error) {
 	if s.opts.LookupCacheBytes <= 0 {
-		v, _, err := make()
+		v, _, err := make(ctx)
 		return v, err
 	}
 	k := file + "\x00" + key
@@ -53,7 +57,7 @@ func Cached[V any](s *Store, file, key string, make func() (V, int64, error)) (V
 		if v, ok := s.lookups.peek(k); ok { // made while this caller waited to start
 			return v, nil
 		}
-		v, size, err := make()
+		v, size, err := make(context.WithoutCancel(ctx))
 		if err != nil {
 			return nil, err
 		}

@@ -99,7 +99,7 @@ const mergedSets = 4
 // with schema, from a cache that outlives one DeleteIndex, or by calling
 // read. Delete files are immutable, so one read serves every snapshot
 // that holds the file.
-type SharedEqualityDeletes func(del iceberg.DataFile, schema *iceberg.Schema, read func() (*EqualityDeletes, error)) (*EqualityDeletes, error)
+type SharedEqualityDeletes func(ctx context.Context, del iceberg.DataFile, schema *iceberg.Schema, read func(context.Context) (*EqualityDeletes, error)) (*EqualityDeletes, error)
 
 // ShareEqualityDeletes makes the index load equality delete files through
 // shared, and keeps the sets of each file apart: a caller that shares them
@@ -446,12 +446,14 @@ func (ix *DeleteIndex) equality(ctx context.Context, fs iceio.IO, schema *iceber
 	if ok {
 		return set, nil
 	}
-	read := func() (*EqualityDeletes, error) { return ReadEqualityDeletes(ctx, fs, schema, del, opts) }
+	read := func(ctx context.Context) (*EqualityDeletes, error) {
+		return ReadEqualityDeletes(ctx, fs, schema, del, opts)
+	}
 	var err error
 	if ix.shared != nil {
-		set, err = ix.shared(del, schema, read)
+		set, err = ix.shared(ctx, del, schema, read)
 	} else {
-		set, err = read()
+		set, err = read(ctx)
 	}
 	if err != nil {
 		return nil, err
