@@ -87,13 +87,17 @@ type Options struct {
 	// MetadataMaxAge is how long a table's and an index's metadata, once
 	// read, answer requests before they are read again: loading a table
 	// with a long history costs more than a lookup. Once it is older, the
-	// first request to find it so reads it again and prepares the indexes
-	// it served for the new table snapshot (reads their tracking files,
-	// reconciles one that lags) while the others go on with what is kept.
-	// An answer for the "current" table snapshot may then be for a snapshot
-	// up to this much older than the newest commit, plus the time of that
-	// refresh (its header names it; it is exact for it). A request for a
-	// snapshot the kept metadata lacks reads it again. Default: 1s.
+	// first request to find it so starts reading it again in the
+	// background, preparing the indexes it served for the new table
+	// snapshot (their tracking files read, one that lags reconciled), and
+	// every request, that one included, answers from what is kept until
+	// the refresh is done: no request waits for it. An answer for the
+	// "current" table snapshot may then be for a snapshot up to this much
+	// older than the newest commit, plus the time of that refresh (its
+	// header names it; it is exact for it). Metadata older than twice this
+	// (no request came for a while) is read again before the request that
+	// finds it answers, and so is metadata that lacks the snapshot a
+	// request names. Default: 1s.
 	MetadataMaxAge time.Duration
 	// Logger receives request failures. Default: discard.
 	Logger *slog.Logger
@@ -101,9 +105,11 @@ type Options struct {
 	Registerer prometheus.Registerer
 }
 
-// OptionsFromConfig fills the limits and the token of the serve section.
+// OptionsFromConfig fills the limits, the token and the metadata age of
+// the serve section.
 func OptionsFromConfig(c config.ServeConfig) Options {
-	return Options{Token: c.Token, MaxPredicateBytes: int(c.MaxPredicateBytes), MaxRows: c.MaxRows, Timeout: time.Duration(c.Timeout)}
+	return Options{Token: c.Token, MaxPredicateBytes: int(c.MaxPredicateBytes), MaxRows: c.MaxRows, Timeout: time.Duration(c.Timeout),
+		MetadataMaxAge: time.Duration(c.MetadataMaxAge)}
 }
 
 // Service answers the API. Build it with New and mount Handler.
@@ -115,8 +121,15 @@ type Service struct {
 
 	mu     sync.Mutex
 	loaded map[string]loaded // by "t/ns.table" and "i/ns.table/index"
-	// refreshing marks the keys of loaded that a request reads again.
+	// refreshing marks the keys of loaded being read again.
 	refreshing map[string]bool
+	// closed stops new background refreshes; refreshes counts those
+	// running, which Close waits for.
+	closed    bool
+	refreshes sync.WaitGroup
+	// ctx ends with Close, and with it the background refreshes.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // New returns a Service and registers its metrics.
@@ -144,12 +157,24 @@ func New(opts Options) (*Service, error) {
 	}
 	s := &Service{opts: opts, log: opts.Logger, planner: planner.New(planner.Options{Store: opts.Store}), metrics: newMetrics(opts.Store),
 		loaded: map[string]loaded{}, refreshing: map[string]bool{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
 			return nil, fmt.Errorf("register serve metrics: %w", err)
 		}
 	}
 	return s, nil
+}
+
+// Close stops the background refreshes of kept metadata and waits for
+// them. Requests that come after it read the metadata they need
+// themselves.
+func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.refreshes.Wait()
 }
 
 // Handler serves the API under /v1/.
@@ -287,21 +312,21 @@ type loaded struct {
 }
 
 // current returns what is kept under key. For what is kept but stale
-// (read MetadataMaxAge ago or more), claimed says
-// whether the caller is to read it again: the first request to find it
-// stale reads the newer metadata, and prepares the indexes for it, while
-// the requests that come meanwhile go on with what is kept, so that a
-// refresh costs one request its time rather than every request that
-// arrives during it.
-func (s *Service) current(key string) (l loaded, have, claimed bool) {
+// (read MetadataMaxAge ago or more), claimed says whether the caller is to
+// read it again: only the first request to find it stale does, in the
+// background (see refresh) unless it is too old to answer from (expired),
+// while the requests that come meanwhile go on with what is kept, so that
+// a refresh costs no request its time.
+func (s *Service) current(key string) (l loaded, have, claimed, expired bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l, have = s.loaded[key]
-	if have && time.Since(l.at) >= s.opts.MetadataMaxAge && !s.refreshing[key] {
+	age := time.Since(l.at)
+	if have && age >= s.opts.MetadataMaxAge && !s.refreshing[key] {
 		s.refreshing[key] = true
 		claimed = true
 	}
-	return l, have, claimed
+	return l, have, claimed, have && age >= 2*s.opts.MetadataMaxAge
 }
 
 // refreshed ends the refresh of key that current gave the caller.
@@ -309,6 +334,30 @@ func (s *Service) refreshed(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.refreshing, key)
+}
+
+// refresh runs read, the refresh of key that current gave the caller, in
+// the background, bounded by the request timeout. When it fails, kept is
+// kept as if read now, so that the next attempt comes a MetadataMaxAge
+// later rather than with the next request (the requests answer from kept,
+// and the failure is logged).
+func (s *Service) refresh(key string, kept loaded, read func(ctx context.Context) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		delete(s.refreshing, key)
+		return
+	}
+	s.refreshes.Go(func() {
+		defer s.refreshed(key)
+		ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
+		defer cancel()
+		if err := read(ctx); err != nil {
+			s.log.Warn("lookup service: read metadata again", "key", key, "err", err)
+			kept.at = time.Now()
+			s.keep(key, kept)
+		}
+	})
 }
 
 func (s *Service) keep(key string, l loaded) {
@@ -324,9 +373,9 @@ func (s *Service) keep(key string, l loaded) {
 const maxLoaded = 1024
 
 // loadTable loads the table of the path's {table}, or takes it as kept:
-// as read less than MetadataMaxAge ago, or older while another request
-// reads it again (see current), unless reload is set or it lacks snapshot
-// (a table snapshot id, 0 for none).
+// as read less than MetadataMaxAge ago, or older while it is read again
+// in the background (see current), unless reload is set, it expired or it
+// lacks snapshot (a table snapshot id, 0 for none).
 func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*table.Table, table.Identifier, error) {
 	name := r.PathValue("table")
 	id, err := config.ParseTable(name)
@@ -334,23 +383,40 @@ func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*tabl
 		return nil, nil, &apiError{http.StatusBadRequest, "bad_table", err.Error()}
 	}
 	key := "t/" + strings.Join(id, ".")
-	l, have, claimed := s.current(key)
+	l, have, claimed, expired := s.current(key)
+	if have && !reload && !expired && (snapshot == 0 || l.tbl.SnapshotByID(snapshot) != nil) {
+		if claimed {
+			s.refresh(key, l, func(ctx context.Context) error {
+				_, err := s.readTable(ctx, key, id, l.tbl)
+				return err
+			})
+		}
+		return l.tbl, id, nil
+	}
 	if claimed {
 		defer s.refreshed(key)
 	}
-	if have && !reload && !claimed && (snapshot == 0 || l.tbl.SnapshotByID(snapshot) != nil) {
-		return l.tbl, id, nil
-	}
-	began := time.Now()
-	tbl, err := s.opts.Tables.LoadTable(r.Context(), id)
+	tbl, err := s.readTable(r.Context(), key, id, l.tbl)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
 	}
-	if have && tbl.MetadataLocation() != l.tbl.MetadataLocation() {
-		s.prepareIndexes(r.Context(), id, tbl)
+	return tbl, id, nil
+}
+
+// readTable loads table id and keeps it under key; when it differs from
+// kept (nil for none), the indexes requests used are first prepared for
+// its current snapshot.
+func (s *Service) readTable(ctx context.Context, key string, id table.Identifier, kept *table.Table) (*table.Table, error) {
+	began := time.Now()
+	tbl, err := s.opts.Tables.LoadTable(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if kept != nil && tbl.MetadataLocation() != kept.MetadataLocation() {
+		s.prepareIndexes(ctx, id, tbl)
 	}
 	s.keep(key, loaded{at: began, tbl: tbl})
-	return tbl, id, nil
+	return tbl, nil
 }
 
 // prepareIndexes reads again the metadata of the indexes of table id
@@ -403,12 +469,21 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 	}
 	t := indexinfo.Target{TableName: r.PathValue("table"), IndexName: r.PathValue("index"), Table: tbl}
 	key := "i/" + strings.Join(id, ".") + "/" + t.IndexName
-	l, have, claimed := s.current(key)
-	if claimed {
-		defer s.refreshed(key)
-	}
-	if !have || claimed || reload {
+	l, have, claimed, expired := s.current(key)
+	switch {
+	case !have || reload || expired:
+		if claimed {
+			defer s.refreshed(key)
+		}
 		l = s.readIndex(r.Context(), key, id, t.IndexName)
+	case claimed:
+		kept := l
+		s.refresh(key, kept, func(ctx context.Context) error {
+			if l := s.readIndex(ctx, key, id, t.IndexName); l.md == nil {
+				return l.err
+			}
+			return nil
+		})
 	}
 	t.Metadata, t.MetadataLocation, err = l.md, l.location, l.err
 	if errors.Is(err, format.ErrUnsupportedIndexType) && t.Metadata != nil {

@@ -2,12 +2,15 @@ package serve_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/client"
@@ -32,6 +35,14 @@ type fixture struct {
 }
 
 func newFixture(t *testing.T, rows int) *fixture {
+	t.Helper()
+	// Every request reads the metadata: the tests publish between requests.
+	return newFixtureWith(t, rows, func(o *serve.Options) { o.MetadataMaxAge = time.Nanosecond })
+}
+
+// newFixtureWith is newFixture with the service's options changed by
+// change.
+func newFixtureWith(t *testing.T, rows int, change func(*serve.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	cat, warehouse := testtables.NewCatalog(t)
@@ -59,12 +70,14 @@ func newFixture(t *testing.T, rows int) *fixture {
 	if _, err := idx.Create(ctx, tbl.Identifier(), "pk", md); err != nil {
 		t.Fatal(err)
 	}
-	// Every request reads the metadata: the tests publish between requests.
-	svc, err := serve.New(serve.Options{Tables: cat, Indexes: idx, Store: store, MetadataMaxAge: time.Nanosecond})
+	opts := serve.Options{Tables: cat, Indexes: idx, Store: store}
+	change(&opts)
+	svc, err := serve.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(svc.Handler())
+	t.Cleanup(svc.Close)
 	t.Cleanup(srv.Close)
 	f := &fixture{t: t, tbl: tbl, indexes: idx, store: store, client: client.New(srv.URL, client.Options{})}
 	f.build()
@@ -148,5 +161,113 @@ func TestFooterCacheWithinBudget(t *testing.T) {
 	second := f.store.CacheStats().Footer
 	if first.Entries == 0 || first.Bytes <= 0 || first.Bytes > 1<<20 || second.Hits <= first.Hits {
 		t.Errorf("footer cache %+v then %+v: want footers kept within 1 MiB and the second lookup served from them", first, second)
+	}
+}
+
+// gatedCatalog is a catalog whose LoadTable, once closed, waits until it
+// is opened again (or fails, with fail set), and counts its calls.
+type gatedCatalog struct {
+	catalog.Catalog
+	mu      sync.Mutex
+	gate    chan struct{} // nil: open
+	entered chan struct{} // receives a value when a call waits at the gate
+	fail    error
+	calls   int
+}
+
+func (c *gatedCatalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Table, error) {
+	c.mu.Lock()
+	c.calls++
+	gate, fail := c.gate, c.fail
+	c.mu.Unlock()
+	if fail != nil {
+		return nil, fail
+	}
+	if gate != nil {
+		c.entered <- struct{}{}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return c.Catalog.LoadTable(ctx, id)
+}
+
+func (c *gatedCatalog) set(f func(*gatedCatalog)) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f(c)
+	return c.calls
+}
+
+// TestStaleMetadataReadInBackground: once the kept metadata is older than
+// MetadataMaxAge, the request that finds it so answers from it at once,
+// as do the others, while a refresh reads the table again (here held back
+// until the test lets it go); then the answers move to the new snapshot.
+// A refresh that fails leaves the kept metadata answering, and is tried
+// again a MetadataMaxAge later, not on every request.
+func TestStaleMetadataReadInBackground(t *testing.T) {
+	const maxAge = time.Second
+	var gc *gatedCatalog
+	f := newFixtureWith(t, 40, func(o *serve.Options) {
+		gc = &gatedCatalog{Catalog: o.Tables, entered: make(chan struct{}, 16)}
+		o.Tables, o.MetadataMaxAge = gc, maxAge
+	})
+	first := f.lookup("id = 1")
+	old := f.tbl.CurrentSnapshot().SnapshotID
+	if first.Header.TableSnapshotID != old {
+		t.Fatalf("first answer for table snapshot %d, want the current %d", first.Header.TableSnapshotID, old)
+	}
+	f.tbl, _ = testtables.Append(t, f.tbl, testtables.OrderRows(40, 50, 0)...)
+	f.build()
+	gate := make(chan struct{})
+	gc.set(func(c *gatedCatalog) { c.gate = gate })
+	time.Sleep(maxAge + maxAge/10) // stale, not expired
+
+	for i := range 3 {
+		ans := f.lookup("id = 45")
+		if ans.Header.TableSnapshotID != old || len(ans.Rows) != 0 {
+			t.Fatalf("lookup %d during the refresh: table snapshot %d, %d rows; want the kept snapshot %d, where order 45 is not yet", i,
+				ans.Header.TableSnapshotID, len(ans.Rows), old)
+		}
+	}
+	select {
+	case <-gc.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no refresh read the table again")
+	}
+	close(gate)
+	gc.set(func(c *gatedCatalog) { c.gate = nil })
+	now := f.tbl.CurrentSnapshot().SnapshotID
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ans := f.lookup("id = 45")
+		if ans.Header.TableSnapshotID == now {
+			if len(ans.Rows) != 1 || ans.Header.CommitsBehind != 0 {
+				t.Fatalf("after the refresh: %d rows, %d commits behind; want order 45 from an index snapshot of the new table snapshot", len(ans.Rows),
+					ans.Header.CommitsBehind)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("answers still for table snapshot %d after the refresh was let go; want %d", ans.Header.TableSnapshotID, now)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// A failing refresh: the kept metadata answers, and the next attempt
+	// waits a MetadataMaxAge.
+	before := gc.set(func(c *gatedCatalog) { c.fail = errors.New("catalog down") })
+	time.Sleep(maxAge + maxAge/10)
+	for i := range 5 {
+		if ans := f.lookup("id = 45"); ans.Header.TableSnapshotID != now || len(ans.Rows) != 1 {
+			t.Fatalf("lookup %d with the catalog down: table snapshot %d, %d rows; want the kept %d and order 45", i, ans.Header.TableSnapshotID,
+				len(ans.Rows), now)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if calls := gc.set(func(*gatedCatalog) {}); calls != before+1 {
+		t.Errorf("%d reads of the table while it failed, want 1: a failed refresh is tried again a MetadataMaxAge later", calls-before)
 	}
 }

@@ -111,6 +111,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		if err != nil {
 			return exitError, err
 		}
+		defer svc.Close()
 		d.Mount("/v1/", svc.Handler())
 		warnIfExposed(e, cfg.Run.HTTP)
 	}

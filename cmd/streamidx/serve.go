@@ -42,6 +42,7 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if err != nil {
 		return exitError, err
 	}
+	defer svc.Close()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
