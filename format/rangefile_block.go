@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -24,8 +23,8 @@ type Block struct {
 	layout
 	rec arrow.RecordBatch
 	col map[int]int // field ID to column of rec
-	// bytesOf counts what the block's buffers hold.
-	bytesOf *countingAllocator
+	// bytes is what the block's buffers hold.
+	bytes int64
 	// ordered caches, per field, whether its values ascend down the block.
 	orderMu sync.Mutex
 	ordered map[int]bool
@@ -41,9 +40,7 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 	if first < 0 || n <= 0 || first+n > total {
 		return nil, fmt.Errorf("read range file %s: rows [%d, %d) are not in row group %d of %d rows", r.name, first, first+n, rowGroup, total)
 	}
-	// The bytes the block holds are what its allocations leave behind once
-	// the reader is released: buffers reserved and not used count too.
-	mem := &countingAllocator{Allocator: memory.DefaultAllocator}
+	mem := memory.DefaultAllocator
 	rdr, err := r.seekReader(ctx, r.stored, rowGroup, first, n, mem)
 	if err != nil {
 		return nil, err
@@ -68,7 +65,10 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 		parts = append(parts, rec.NewSlice(0, k))
 		got += k
 	}
-	rec, err := concatBatches(mem, parts)
+	// Copied out of the reader's buffers, which are sized for its batches
+	// (a block kept them alive, twice the bytes of its rows and more), into
+	// buffers of just its rows.
+	rec, err := copyBatches(mem, parts)
 	if err != nil {
 		return nil, r.failure("read", err)
 	}
@@ -76,49 +76,48 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 	for i, f := range rec.Schema().Fields() {
 		id, _ := arrowFieldID(f)
 		b.col[id] = i
+		b.bytes += dataBytes(rec.Column(i).Data())
 	}
-	// Measured once the reader and the parts are released (deferred): a
-	// Block holds what the allocator still counts then.
-	b.bytesOf = mem
 	return b, nil
 }
 
-// countingAllocator counts the bytes allocated and not yet freed.
-type countingAllocator struct {
-	memory.Allocator
-	live atomic.Int64
-}
-
-func (c *countingAllocator) Allocate(n int) []byte {
-	c.live.Add(int64(n))
-	return c.Allocator.Allocate(n)
-}
-
-func (c *countingAllocator) Reallocate(n int, b []byte) []byte {
-	c.live.Add(int64(n - len(b)))
-	return c.Allocator.Reallocate(n, b)
-}
-
-func (c *countingAllocator) Free(b []byte) {
-	c.live.Add(-int64(len(b)))
-	c.Allocator.Free(b)
-}
-
-// concatBatches joins batches of one schema into one.
-func concatBatches(mem memory.Allocator, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
-	if len(parts) == 1 {
-		parts[0].Retain()
-		return parts[0], nil
+// dataBytes is the capacity of the buffers of an array, its children's
+// and its dictionary's.
+func dataBytes(d arrow.ArrayData) int64 {
+	var n int64
+	for _, buf := range d.Buffers() {
+		if buf != nil {
+			n += int64(buf.Cap())
+		}
 	}
+	for _, c := range d.Children() {
+		n += dataBytes(c)
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		n += dataBytes(d.Dictionary())
+	}
+	return n
+}
+
+// copyBatches joins batches of one schema into one of new buffers, even
+// when there is only one.
+func copyBatches(mem memory.Allocator, parts []arrow.RecordBatch) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, parts[0].NumCols())
 	var rows int64
 	for _, p := range parts {
 		rows += p.NumRows()
 	}
 	for j := range cols {
-		arrs := make([]arrow.Array, len(parts))
-		for i, p := range parts {
-			arrs[i] = p.Column(j)
+		arrs := make([]arrow.Array, 0, len(parts)+1)
+		for _, p := range parts {
+			arrs = append(arrs, p.Column(j))
+		}
+		if len(arrs) == 1 {
+			// Concatenate copies only what it joins: an empty second
+			// array makes it copy the one.
+			empty := array.NewSlice(arrs[0], 0, 0)
+			defer empty.Release()
+			arrs = append(arrs, empty)
 		}
 		a, err := array.Concatenate(arrs, mem)
 		if err != nil {
@@ -135,7 +134,7 @@ func (b *Block) NumRows() int64 { return b.rec.NumRows() }
 
 // Bytes is the memory the block holds: its buffers as allocated, unused
 // capacity included.
-func (b *Block) Bytes() int64 { return b.bytesOf.live.Load() }
+func (b *Block) Bytes() int64 { return b.bytes }
 
 // Rows returns the given rows of the block (offsets in the block,
 // ascending; nil for all) with the given stored fields (nil: all, in
