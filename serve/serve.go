@@ -337,10 +337,13 @@ func (s *Service) refreshed(key string) {
 }
 
 // refresh runs read, the refresh of key that current gave the caller, in
-// the background, bounded by the request timeout. When it fails, kept is
-// kept as if read now, so that the next attempt comes a MetadataMaxAge
-// later rather than with the next request (the requests answer from kept,
-// and the failure is logged).
+// the background, bounded by the request timeout. When it fails because
+// the table or the index is gone, kept is forgotten: the next request reads
+// it and answers what it finds. When it fails otherwise (a catalog that
+// does not answer), kept goes on answering as if read now, so that the
+// next attempt comes a MetadataMaxAge later rather than with the next
+// request; the failure is logged. Either only if nothing newer was kept
+// meanwhile.
 func (s *Service) refresh(key string, kept loaded, read func(ctx context.Context) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -352,11 +355,25 @@ func (s *Service) refresh(key string, kept loaded, read func(ctx context.Context
 		defer s.refreshed(key)
 		ctx, cancel := context.WithTimeout(s.ctx, s.opts.Timeout)
 		defer cancel()
-		if err := read(ctx); err != nil {
-			s.log.Warn("lookup service: read metadata again", "key", key, "err", err)
-			kept.at = time.Now()
-			s.keep(key, kept)
+		err := read(ctx)
+		if err == nil {
+			return
 		}
+		gone := errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, indexcatalog.ErrIndexNotFound)
+		if !gone {
+			s.log.Warn("lookup service: read metadata again", "key", key, "err", err)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cur, ok := s.loaded[key]; !ok || !cur.at.Equal(kept.at) {
+			return // replaced meanwhile
+		}
+		if gone {
+			delete(s.loaded, key)
+			return
+		}
+		kept.at = time.Now()
+		s.loaded[key] = kept
 	})
 }
 

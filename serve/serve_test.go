@@ -271,3 +271,28 @@ func TestStaleMetadataReadInBackground(t *testing.T) {
 		t.Errorf("%d reads of the table while it failed, want 1: a failed refresh is tried again a MetadataMaxAge later", calls-before)
 	}
 }
+
+// TestDroppedIndexForgottenByRefresh: an index dropped while the service
+// keeps its metadata is answered as gone once a background refresh finds
+// it so, not served from what was kept.
+func TestDroppedIndexForgottenByRefresh(t *testing.T) {
+	const maxAge = time.Second
+	f := newFixtureWith(t, 20, func(o *serve.Options) { o.MetadataMaxAge = maxAge })
+	f.lookup("id = 1")
+	if err := f.indexes.Drop(context.Background(), f.tbl.Identifier(), "pk"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(maxAge + maxAge/10) // stale, not expired: the next lookup starts a refresh
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := f.client.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: "id = 1"})
+		var ae *client.Error
+		if errors.As(err, &ae) && ae.Code == "no_such_index" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lookups of a dropped index still answer (last: %v), want no_such_index once the refresh found it gone", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
