@@ -97,9 +97,17 @@ func benchService(ctx context.Context, b *bench) error {
 	sat := client.RunLoad(ctx, serviceClients, window, lookup)
 	b.note("service: %d clients for %s at %d lookups/s through %s while an upsert of %d orders commits every second", serviceClients, window,
 		serviceRate, base, serviceUpserts)
+	// Beside it, a thread that only sleeps shows the pauses of the machine
+	// itself, which every lookup due during one shares.
+	stopProbe, probed := make(chan struct{}), make(chan wakeReport, 1)
+	go func() { probed <- runWakeProbe(stopProbe) }()
 	svc := client.RunLoadRate(ctx, serviceClients, window, serviceRate, lookup)
+	close(stopProbe)
+	probe := <-probed
 	b.note("service: at %d/s: %d lookups, p50 %s, p99 %s, %.0f/s, %d late; %d errors", serviceRate, svc.Lookups, svc.P50, svc.P99, svc.PerSecond,
 		svc.Late, svc.Errors)
+	b.note("service: meanwhile a thread sleeping 1 ms at a time woke %d times, %d of them over %s late, the latest %s late", probe.Wakeups, probe.Late,
+		wakeLate, probe.Worst.Round(100*time.Microsecond))
 	rss := daemon.peakRSS()
 	b.note("service: saturated: %d lookups, p50 %s, p99 %s, %.0f/s; %d errors; daemon peak RSS %.0f MiB", sat.Lookups, sat.P50, sat.P99,
 		sat.PerSecond, sat.Errors, mib(rss))
@@ -179,6 +187,8 @@ func benchService(ctx context.Context, b *bench) error {
 		Goal: "< 5 ms", Met: ptr(ms(sat.P99) < 5)})
 	b.add(figure{Name: "service.saturated_p50", Value: ms(sat.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
 	b.add(figure{Name: "service.daemon_rss", Value: mib(rss), Unit: "MiB"})
+	b.add(figure{Name: "service.machine_pause_max", Value: ms(probe.Worst), Unit: "ms", Baseline: "service.p99", BaselineValue: ptr(ms(svc.P99))})
+	b.add(figure{Name: "service.machine_pauses_per_s", Value: float64(probe.Late) / svc.Duration.Seconds(), Unit: "/s"})
 	return nil
 }
 

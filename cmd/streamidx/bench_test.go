@@ -69,7 +69,8 @@ func TestBenchFigureGroups(t *testing.T) {
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
 		"incremental.tail-0.1pct.p99", "incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
 	// Range files rewritten beside those reused, which a tiny index has none of.
-	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s", "service.daemon_rss") {
+	for _, name := range append(append(withBaseline, withGoal...), "incremental.tail-0.1pct.files_rewritten", "events.mb_per_s", "service.daemon_rss",
+		"service.machine_pause_max") {
 		f := byName[name]
 		if f == nil {
 			t.Errorf("no figure %s", name)
