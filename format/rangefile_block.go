@@ -23,7 +23,7 @@ type Block struct {
 	layout
 	rec arrow.RecordBatch
 	col map[int]int // field ID to column of rec
-	// bytes is what the block's buffers hold.
+	// bytes is the size of the block's buffers.
 	bytes int64
 	// ordered caches, per field, whether its values ascend down the block.
 	orderMu sync.Mutex
@@ -76,27 +76,9 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 	for i, f := range rec.Schema().Fields() {
 		id, _ := arrowFieldID(f)
 		b.col[id] = i
-		b.bytes += dataBytes(rec.Column(i).Data())
+		b.bytes += int64(rec.Column(i).Data().SizeInBytes())
 	}
 	return b, nil
-}
-
-// dataBytes is the capacity of the buffers of an array, its children's
-// and its dictionary's.
-func dataBytes(d arrow.ArrayData) int64 {
-	var n int64
-	for _, buf := range d.Buffers() {
-		if buf != nil {
-			n += int64(buf.Cap())
-		}
-	}
-	for _, c := range d.Children() {
-		n += dataBytes(c)
-	}
-	if d.DataType().ID() == arrow.DICTIONARY {
-		n += dataBytes(d.Dictionary())
-	}
-	return n
 }
 
 // copyBatches joins batches of one schema into one of new buffers, even
@@ -108,18 +90,14 @@ func copyBatches(mem memory.Allocator, parts []arrow.RecordBatch) (arrow.RecordB
 		rows += p.NumRows()
 	}
 	for j := range cols {
+		// An empty array joined last makes Concatenate copy a lone part too.
+		empty := array.NewSlice(parts[0].Column(j), 0, 0)
+		defer empty.Release()
 		arrs := make([]arrow.Array, 0, len(parts)+1)
 		for _, p := range parts {
 			arrs = append(arrs, p.Column(j))
 		}
-		if len(arrs) == 1 {
-			// Concatenate copies only what it joins: an empty second
-			// array makes it copy the one.
-			empty := array.NewSlice(arrs[0], 0, 0)
-			defer empty.Release()
-			arrs = append(arrs, empty)
-		}
-		a, err := array.Concatenate(arrs, mem)
+		a, err := array.Concatenate(append(arrs, empty), mem)
 		if err != nil {
 			return nil, err
 		}
@@ -132,8 +110,8 @@ func copyBatches(mem memory.Allocator, parts []arrow.RecordBatch) (arrow.RecordB
 // NumRows is the block's number of rows.
 func (b *Block) NumRows() int64 { return b.rec.NumRows() }
 
-// Bytes is the memory the block holds: its buffers as allocated, unused
-// capacity included.
+// Bytes is the memory the block holds: the bytes of its buffers, which
+// hold just its rows.
 func (b *Block) Bytes() int64 { return b.bytes }
 
 // Rows returns the given rows of the block (offsets in the block,

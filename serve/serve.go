@@ -494,8 +494,7 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 		}
 		l = s.readIndex(r.Context(), key, id, t.IndexName)
 	case claimed:
-		kept := l
-		s.refresh(key, kept, func(ctx context.Context) error {
+		s.refresh(key, l, func(ctx context.Context) error {
 			if l := s.readIndex(ctx, key, id, t.IndexName); l.md == nil {
 				return l.err
 			}
