@@ -525,7 +525,19 @@ type Stager struct {
 	mutations int64
 	net       int64
 	done      bool
+	// recomputable: Seal does not wait for the disk (see Recomputable).
+	recomputable bool
 }
+
+// Recomputable says that the stage's source can give its mutations again
+// (a table delta, read from the table's own immutable files), so its Seal
+// need not wait for the disk: the update that stages it saves a log sync.
+// A crash of the machine then loses the stage whole or not at all, never a
+// part of it: Pebble recovers a prefix of its log and the seal record is the
+// stage's last, so a stage found sealed after a restart holds every
+// mutation, and one not found is staged again from its source. Stages of
+// change events, which Kafka may no longer hold, are not recomputable.
+func (st *Stager) Recomputable() { st.recomputable = true }
 
 // Add stages one mutation: count copies of an entry (negative: deletes).
 // entryKey is its format.EntryCodec key and entryValue its encoded values; both
@@ -557,7 +569,7 @@ func (st *Stager) Add(entryKey, entryValue []byte, count int) error {
 }
 
 // Seal writes the remaining mutations and the seal record in one batch and
-// waits for the disk (unless StoreOptions.NoSync). Afterwards the stage is
+// waits for the disk (unless StoreOptions.NoSync or Recomputable). Afterwards the stage is
 // listed by Sealed and readable by Iterate. meta's SourceSnapshotID,
 // Mutations and NetCount are set from the stage.
 func (st *Stager) Seal(meta SealMeta) error {
@@ -578,7 +590,11 @@ func (st *Stager) Seal(meta SealMeta) error {
 	if err := st.batch.Set(st.stageKey, append([]byte{stateSealed}, enc...), nil); err != nil {
 		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
 	}
-	if err := st.batch.Commit(st.s.wo); err != nil {
+	wo := st.s.wo
+	if st.recomputable {
+		wo = pebble.NoSync
+	}
+	if err := st.batch.Commit(wo); err != nil {
 		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
 	}
 	st.finish()

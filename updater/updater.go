@@ -461,8 +461,12 @@ func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format
 	if err != nil {
 		return err
 	}
+	stager.Recomputable() // from the table's files, whenever it is lost
 	codec := format.NewEntryCodec(is)
 	var k, v []byte
+	// The delta is computed while its mutations are written to the
+	// staging store: two cores instead of one after the other.
+	pipe := staging.NewPipe(stager)
 	stats, err := ingest.ComputeDelta(ctx, tbl, base, next, is, ingest.DeltaOptions{Equality: eq}, func(entry format.Key, count int) error {
 		var err error
 		if k, err = codec.AppendKey(k[:0], entry); err != nil {
@@ -471,8 +475,11 @@ func (u *Updater) ensureStaged(ctx context.Context, tbl *table.Table, is *format
 		if v, err = codec.AppendValue(v[:0], entry); err != nil {
 			return err
 		}
-		return stager.Add(k, v, count)
+		return pipe.Add(k, v, count)
 	})
+	if perr := pipe.Close(); err == nil && perr != nil {
+		err = perr
+	}
 	if err != nil {
 		_ = stager.Abort()
 		return fmt.Errorf("table delta of source snapshot %d: %w", next.SnapshotID, err)
