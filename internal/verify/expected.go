@@ -31,25 +31,42 @@ func (v *verifier) expected(out *extsort.Sorter) error {
 	if err != nil {
 		return fmt.Errorf("plan scan of source snapshot %d: %w", v.source.SnapshotID, err)
 	}
+	// On a v3 table iceberg-go gives each live row its _row_id, the data
+	// file's first_row_id plus the row's position: the positions of the
+	// rows of a file with deletes, without reading it a second time.
+	var lineage *table.Scan
+	if v.posPos >= 0 && v.tbl.Metadata().Version() >= 3 {
+		lineage = v.tbl.Scan(table.WithSnapshotID(v.source.SnapshotID), table.WithArrowBatchSize(scanBatchRows), table.WithRowLineage())
+		defer lineage.Close()
+	}
 	s := &entryScratch{entry: make(format.Key, len(v.stored))}
 	for _, task := range tasks {
-		if err := v.expectedFile(scan, task, s, out); err != nil {
+		if err := v.expectedFile(scan, lineage, task, s, out); err != nil {
 			return fmt.Errorf("expected entries of data file %s: %w", task.File.FilePath(), err)
 		}
 	}
 	return nil
 }
 
-func (v *verifier) expectedFile(scan *table.Scan, task table.FileScanTask, s *entryScratch, out *extsort.Sorter) error {
+func (v *verifier) expectedFile(scan, lineage *table.Scan, task table.FileScanTask, s *entryScratch, out *extsort.Sorter) error {
+	var loc *locator // nil when the index stores no positions
+	if v.posPos >= 0 {
+		loc = v.newLocator(task)
+		if !loc.sequential && lineage != nil {
+			byRowID, err := v.rowIDsArePositions(task)
+			if err != nil {
+				return err
+			}
+			if byRowID {
+				loc.byRowID, scan = true, lineage
+			}
+		}
+	}
 	_, recs, err := scan.ReadTasks(v.ctx, []table.FileScanTask{task})
 	if err != nil {
 		return err
 	}
 	path := task.File.FilePath()
-	var loc *locator // nil when the index stores no positions
-	if v.posPos >= 0 {
-		loc = v.newLocator(task)
-	}
 	for rec, err := range recs {
 		if err != nil {
 			return err

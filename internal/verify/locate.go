@@ -5,14 +5,21 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
 
 // locator finds the position in its data file of every live row iceberg-go
 // returns for one file scan task, batch by batch as they come.
+//
+// On a v3 table (byRowID), iceberg-go gives each live row its _row_id:
+// the file's first_row_id plus the row's position when the file stores no
+// row IDs of its own (rowIDsArePositions), so the position is read off
+// the row.
 //
 // A task without delete files of any kind loses no rows: its live rows are
 // the file's rows in order, and their count must be the file's. Otherwise
@@ -29,7 +36,10 @@ type locator struct {
 	task table.FileScanTask
 	// sequential is true when the task has no delete files.
 	sequential bool
-	seen       int64 // live rows located so far
+	// byRowID: positions are the rows' _row_id less the file's first_row_id.
+	byRowID bool
+	lastPos int64 // the position of the previous live row (byRowID)
+	seen    int64 // live rows located so far
 
 	raw      []contentHash // of every row of the data file; nil until the first batch
 	liveCols []int         // live columns that the data file stores (by field ID)
@@ -53,6 +63,9 @@ func (l *locator) positions(rec arrow.RecordBatch, dst []int64) ([]int64, error)
 		}
 		l.seen += int64(n)
 		return dst, nil
+	}
+	if l.byRowID {
+		return l.rowIDPositions(rec, dst)
 	}
 	if l.raw == nil {
 		var err error
@@ -80,9 +93,69 @@ func (l *locator) positions(rec arrow.RecordBatch, dst []int64) ([]int64, error)
 	return dst, nil
 }
 
+// rowIDPositions appends the positions of a batch of live rows that carry
+// their _row_id. They must lie in the file and ascend: a live row comes
+// once, in file order.
+func (l *locator) rowIDPositions(rec arrow.RecordBatch, dst []int64) ([]int64, error) {
+	var ids *array.Int64
+	for i, f := range rec.Schema().Fields() {
+		if id, ok := metaID(f); (ok && id == iceberg.RowIDFieldID) || (!ok && f.Name == iceberg.RowIDColumnName) {
+			ids, _ = rec.Column(i).(*array.Int64)
+		}
+	}
+	if ids == nil {
+		return nil, fmt.Errorf("iceberg-go returned no %s column of type long", iceberg.RowIDColumnName)
+	}
+	first, count := *l.task.FirstRowID, l.task.File.Count()
+	for i := range ids.Len() {
+		if ids.IsNull(i) {
+			return nil, fmt.Errorf("iceberg-go returned a row (#%d) without %s", l.seen+int64(i), iceberg.RowIDColumnName)
+		}
+		pos := ids.Value(i) - first
+		if pos < 0 || pos >= count || (l.seen+int64(i) > 0 && pos <= l.lastPos) {
+			return nil, fmt.Errorf("iceberg-go returned a row (#%d) with %s %d: position %d, not after %d in a file of %d rows from row ID %d",
+				l.seen+int64(i), iceberg.RowIDColumnName, ids.Value(i), pos, l.lastPos, count, first)
+		}
+		l.lastPos = pos
+		dst = append(dst, pos)
+	}
+	l.seen += int64(ids.Len())
+	return dst, nil
+}
+
+// rowIDsArePositions tells whether the live rows of task carry their
+// position in the form of a _row_id: the task has a first_row_id and the
+// data file stores no row IDs (a file that does, rewritten with its rows'
+// lineage, keeps theirs).
+func (v *verifier) rowIDsArePositions(task table.FileScanTask) (bool, error) {
+	if task.FirstRowID == nil {
+		return false, nil
+	}
+	f, err := v.opts.Store.Open(v.ctx, task.File.FilePath())
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	pf, err := file.NewParquetReader(f)
+	if err != nil {
+		return false, fmt.Errorf("open parquet: %w", err)
+	}
+	defer pf.Close()
+	root := pf.MetaData().Schema.Root()
+	for i := range root.NumFields() {
+		if root.Field(i).FieldID() == iceberg.RowIDFieldID {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // finish checks the count of a task without deletes, and gives the rows of
 // contents that a deleted row shares with a live one their placeholder.
 func (l *locator) finish() error {
+	if l.byRowID {
+		return nil
+	}
 	if l.sequential {
 		if l.seen != l.task.File.Count() {
 			return fmt.Errorf("iceberg-go returned %d rows of a data file without deletes that holds %d", l.seen, l.task.File.Count())

@@ -22,7 +22,7 @@ const pkDefinition = `{"name":"pk","identity":["id"],"materialized":["_file","_p
 
 // identicalRows is a table whose one data file holds orders 1, 2, 2, 2, 3
 // (three identical rows) with position 2, one of the identical rows,
-// deleted, and pk built on it.
+// deleted (a deletion vector on a v3 table), and pk built on it.
 type identicalRows struct {
 	t    *testing.T
 	tbl  *table.Table
@@ -32,10 +32,10 @@ type identicalRows struct {
 	path string // the data file
 }
 
-func newIdenticalRows(t *testing.T) *identicalRows {
+func newIdenticalRows(t *testing.T, formatVersion int) *identicalRows {
 	ctx := context.Background()
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: formatVersion})
 	ic := testtables.IndexCatalog(t, warehouse)
 	testtables.CreateIndexes(t, ic, tbl, pkDefinition)
 	dup := testtables.OrderRow(2, 0)
@@ -43,7 +43,11 @@ func newIdenticalRows(t *testing.T) *identicalRows {
 	if len(files) != 1 {
 		t.Fatalf("want one data file, got %d", len(files))
 	}
-	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{2}})
+	if formatVersion >= 3 {
+		tbl, _ = testtables.AddDV(t, tbl, files[0], 2)
+	} else {
+		tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{2}})
+	}
 	md, _, err := ic.Load(ctx, tbl.Identifier(), "pk")
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +138,7 @@ func (x *identicalRows) publish(name string, entries [][2]int64) {
 // an index may point their entries at any two of the three positions, but
 // not elsewhere, and it must hold two of them.
 func TestIdenticalRowsWithADeletedOneMatchAnyOfTheirPositions(t *testing.T) {
-	x := newIdenticalRows(t)
+	x := newIdenticalRows(t, 2)
 	rep := x.verifyCurrent()
 	if !rep.Exact() {
 		t.Fatalf("the built index must verify:\n%s", rep.Summary())
@@ -225,6 +229,44 @@ func TestPositionsInAFileWithDeletes(t *testing.T) {
 			}
 			if tc.missing > 0 && !strings.Contains(rep.Summary(), fmt.Sprintf("_file=%s", x.path)) {
 				t.Errorf("the summary should name the data file:\n%s", rep.Summary())
+			}
+		})
+	}
+}
+
+// On a v3 table each live row comes with its _row_id, so even identical
+// rows have known positions: the index must point at the two live ones
+// exactly, and one that points at the deleted row is found out.
+func TestIdenticalRowsOfAV3TableHaveExactPositions(t *testing.T) {
+	x := newIdenticalRows(t, 3)
+	rep := x.verifyCurrent()
+	if !rep.Exact() || rep.AmbiguousRows != 0 || rep.ExpectedEntries != 4 {
+		t.Fatalf("the built index: exact %v, ambiguous rows %d, expected entries %d; want exact, 0, 4\n%s",
+			rep.Exact(), rep.AmbiguousRows, rep.ExpectedEntries, rep.Summary())
+	}
+	for _, tc := range []struct {
+		name                string
+		pos                 []int64 // of the two entries of order 2
+		missing, unexpected int64
+	}{
+		{name: "live-two", pos: []int64{1, 3}},
+		{name: "deleted-position", pos: []int64{1, 2}, missing: 1, unexpected: 1},
+		{name: "other-deleted", pos: []int64{2, 3}, missing: 1, unexpected: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			entries := [][2]int64{{1, 0}}
+			for _, p := range tc.pos {
+				entries = append(entries, [2]int64{2, p})
+			}
+			entries = append(entries, [2]int64{3, 4})
+			x.publish(tc.name, entries)
+			rep := x.verifyCurrent()
+			if rep.Missing != tc.missing || rep.Unexpected != tc.unexpected || rep.AmbiguousRows != 0 {
+				t.Fatalf("order 2 at positions %v: missing %d, unexpected %d, ambiguous %d; want %d, %d, 0\n%s",
+					tc.pos, rep.Missing, rep.Unexpected, rep.AmbiguousRows, tc.missing, tc.unexpected, rep.Summary())
+			}
+			if tc.missing > 0 && !strings.Contains(strings.Join(rep.MissingSample, "\n"), "_pos=3") && !strings.Contains(strings.Join(rep.MissingSample, "\n"), "_pos=1") {
+				t.Errorf("the missing entry should name a live position:\n%s", rep.Summary())
 			}
 		})
 	}
