@@ -3,7 +3,9 @@ package format
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -28,6 +30,44 @@ type Block struct {
 	// ordered caches, per field, whether its values ascend down the block.
 	orderMu sync.Mutex
 	ordered map[int]bool
+	// proj is the last projection Rows was asked for: a service asks one
+	// block for the same fields thousands of times.
+	proj atomic.Pointer[blockProjection]
+}
+
+// blockProjection is what Rows derives from the fields asked for: the
+// columns, where the block has them, and the Arrow schemas of the batch as
+// the block holds it (in) and as Rows returns it (out).
+type blockProjection struct {
+	fieldIDs []int // as asked (nil: all)
+	cols     []storedColumn
+	at       []int // column of rec for each of cols
+	in, out  *arrow.Schema
+}
+
+// projected returns the projection of fieldIDs, derived once per block for
+// the fields last asked for.
+func (b *Block) projected(fieldIDs []int) (*blockProjection, error) {
+	if p := b.proj.Load(); p != nil && (p.fieldIDs == nil) == (fieldIDs == nil) && slices.Equal(p.fieldIDs, fieldIDs) {
+		return p, nil
+	}
+	cols, err := b.projection(fieldIDs)
+	if err != nil {
+		return nil, err
+	}
+	p := &blockProjection{fieldIDs: slices.Clone(fieldIDs), cols: cols, at: make([]int, len(cols))}
+	in := make([]arrow.Field, len(cols))
+	out := make([]arrow.Field, len(cols))
+	for i, c := range cols {
+		j, ok := b.col[c.field.ID]
+		if !ok {
+			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
+		}
+		p.at[i], in[i], out[i] = j, b.rec.Schema().Field(j), c.want
+	}
+	p.in, p.out = arrow.NewSchema(in, nil), arrow.NewSchema(out, nil)
+	b.proj.Store(p)
+	return p, nil
 }
 
 // ReadBlock reads rows [first, first+n) of row group rowGroup, every stored
@@ -121,20 +161,15 @@ func (b *Block) Bytes() int64 { return b.bytes }
 // order, values converted) is allocated with compute.GetAllocator(ctx);
 // the caller releases it.
 func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.RecordBatch, error) {
-	cols, err := b.projection(fieldIDs)
+	p, err := b.projected(fieldIDs)
 	if err != nil {
 		return nil, err
 	}
-	picked := make([]arrow.Array, len(cols))
-	fields := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		j, ok := b.col[c.field.ID]
-		if !ok {
-			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
-		}
-		picked[i], fields[i] = b.rec.Column(j), b.rec.Schema().Field(j)
+	picked := make([]arrow.Array, len(p.cols))
+	for i, j := range p.at {
+		picked[i] = b.rec.Column(j)
 	}
-	rec := array.NewRecordBatch(arrow.NewSchema(fields, nil), picked, b.rec.NumRows())
+	rec := array.NewRecordBatch(p.in, picked, b.rec.NumRows())
 	defer rec.Release()
 	if rows != nil {
 		for i, r := range rows {
@@ -168,9 +203,21 @@ func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.R
 			rec = taken.(*compute.RecordDatum).Value
 		}
 	}
-	out := make([]arrow.Field, len(cols))
-	for i, c := range cols {
-		out[i] = c.want
+	// The columns are in the order of p.cols already.
+	arrs := make([]arrow.Array, len(p.cols))
+	for i, c := range p.cols {
+		a, err := convertArray(ctx, rec.Column(i), c.want.Type)
+		if err != nil {
+			for _, done := range arrs[:i] {
+				done.Release()
+			}
+			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("column for field %d: %w", c.field.ID, err)}
+		}
+		arrs[i] = a
 	}
-	return b.convert(ctx, rec, arrow.NewSchema(out, nil), cols)
+	out := array.NewRecordBatch(p.out, arrs, rec.NumRows())
+	for _, a := range arrs {
+		a.Release()
+	}
+	return out, nil
 }

@@ -236,20 +236,12 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadat
 	if err != nil {
 		return nil, nil, err
 	}
-	target, err := lineage.Snapshot(tbl, q.TableSnapshotID)
+	ch, err := pt.choose(tbl, md, q.TableSnapshotID)
 	if err != nil {
 		return nil, nil, err
 	}
-	snap, source, behind, err := chooseSnapshot(tbl, md, target)
-	if err != nil {
-		return nil, nil, err
-	}
-	// The index fields take the types of the table snapshot the answer is
-	// for: a schema only widens a column's type (int to long, float to
-	// double, a wider decimal), and range files written under the older
-	// schema are read with the promotion applied.
-	sourceSchema := lineage.SnapshotSchema(tbl, source)
-	targetSchema := lineage.SnapshotSchema(tbl, target)
+	target, snap, source, behind := ch.target, ch.snap, ch.source, ch.behind
+	targetSchema, sourceSchema := ch.targetSchema, ch.sourceSchema
 	pr, err := pt.prepare(md, targetSchema, sourceSchema)
 	if err != nil {
 		return nil, nil, err

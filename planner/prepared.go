@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
 )
 
 // A prepared is what a lookup derives from an index definition and the
@@ -31,6 +32,66 @@ type preparedTable struct {
 
 	mu      sync.Mutex
 	schemas map[[2]int]*prepared // by target and source schema IDs
+	choices map[choiceKey]*choice
+}
+
+// A choice is what a lookup derives from the table metadata file and an
+// index metadata for the table snapshot it asks for: the target snapshot,
+// the index snapshot that answers and the table snapshot it was built
+// for, and their schemas. iceberg-go hands out a fresh copy of a snapshot
+// or schema at each call (and a schema copy indexes its fields again), so
+// deriving this per lookup cost a service a fifth of its allocation.
+// Shared read-only between lookups.
+type choice struct {
+	target, source             *table.Snapshot
+	snap                       *format.Snapshot
+	behind                     int
+	targetSchema, sourceSchema *iceberg.Schema
+}
+
+// choiceKey: an index metadata (a service keeps one per index snapshot, and
+// the table metadata is the preparedTable's) and the requested table
+// snapshot ID (0: the current one).
+type choiceKey struct {
+	md        *format.Metadata
+	requested int64
+}
+
+// maxChoices bounds the choices of one preparedTable: a few per index
+// snapshot published while this table metadata file is current.
+const maxChoices = 64
+
+// choose returns the choice for table snapshot requested (0: the current
+// one), derived once per index metadata.
+func (pt *preparedTable) choose(tbl *table.Table, md *format.Metadata, requested int64) (*choice, error) {
+	k := choiceKey{md: md, requested: requested}
+	pt.mu.Lock()
+	c, ok := pt.choices[k]
+	pt.mu.Unlock()
+	if ok {
+		return c, nil
+	}
+	target, err := lineage.Snapshot(tbl, requested)
+	if err != nil {
+		return nil, err
+	}
+	snap, source, behind, err := chooseSnapshot(tbl, md, target)
+	if err != nil {
+		return nil, err
+	}
+	// The index fields take the types of the table snapshot the answer is
+	// for: a schema only widens a column's type (int to long, float to
+	// double, a wider decimal), and range files written under the older
+	// schema are read with the promotion applied.
+	c = &choice{target: target, source: source, snap: snap, behind: behind,
+		targetSchema: lineage.SnapshotSchema(tbl, target), sourceSchema: lineage.SnapshotSchema(tbl, source)}
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.choices == nil || len(pt.choices) >= maxChoices {
+		pt.choices = map[choiceKey]*choice{}
+	}
+	pt.choices[k] = c
+	return c, nil
 }
 
 // columns are the Arrow schema and columns of an index schema's stored

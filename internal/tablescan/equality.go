@@ -88,7 +88,14 @@ func (e *EqualityDeletes) Add(tuple format.Key) error {
 // Contains reports whether a tuple (values of FieldIDs, in FieldIDs order) is
 // in the set.
 func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
-	key, err := appendTuple(nil, tuple)
+	if len(tuple) == 1 {
+		if v, ok := tuple[0].(int64); ok { // the key of a one-long tuple, without encoding it
+			_, ok = e.ints[uint64(v)]
+			return ok, nil
+		}
+	}
+	var buf [64]byte // most tuples fit: no allocation per call
+	key, err := appendTuple(buf[:0], tuple)
 	if err != nil {
 		return false, err
 	}
