@@ -9,6 +9,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 	iceio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
@@ -58,6 +60,18 @@ type DeltaStats struct {
 	// equality deletes were deleted as the index's entries say, without
 	// reading the file (see EqualityEntryResolver).
 	EqualityFromIndex int
+}
+
+// add adds the counts of what another part of the delta read and emitted
+// (the data files it reads whole: see delta.run).
+func (s *DeltaStats) add(o DeltaStats) {
+	s.FilesScanned += o.FilesScanned
+	s.Inserts += o.Inserts
+	s.Deletes += o.Deletes
+	s.EqualityDeleteSlowPath += o.EqualityDeleteSlowPath
+	s.EqualityKeyReads += o.EqualityKeyReads
+	s.EqualityResolves += o.EqualityResolves
+	s.EqualityFromIndex += o.EqualityFromIndex
 }
 
 // EqualityResolver finds, through an index of the old snapshot, the rows an
@@ -287,30 +301,70 @@ func (d *delta) run() error {
 	}
 
 	var both []tablescan.Entry // live in both and listed by manifests of one only
+	var added, removed []tablescan.Entry
 	for _, ref := range sortedRefs(dataNew) {
 		if _, ok := dataOld[ref.File.FilePath()]; ok {
 			both = append(both, ref)
-			continue
+		} else {
+			added = append(added, ref)
 		}
-		d.stats.DataFilesAdded++
+	}
+	for _, ref := range sortedRefs(dataOld) {
+		if _, ok := dataNew[ref.File.FilePath()]; !ok {
+			removed = append(removed, ref)
+		}
+	}
+	d.stats.DataFilesAdded, d.stats.DataFilesRemoved = len(added), len(removed)
+	if d.stats.DeleteFilesAdded+d.stats.DeleteFilesRemoved == 0 {
+		// The delete state of a file depends only on the live delete files,
+		// so files live in both are unchanged.
+		return d.diffWholeFiles(added, removed)
+	}
+	// The files live in one snapshot only are read whole while the files
+	// live in both are compared where their deletes changed: an upsert adds
+	// a data file and deletes rows of older ones, and the two take a core
+	// each. The whole files get a delta of their own (stats, context), the
+	// sink is taken by one at a time.
+	g, gctx := errgroup.WithContext(d.ctx)
+	var mu sync.Mutex
+	sink := d.sink
+	d.sink = func(entry format.Key, count int) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return sink(entry, count)
+	}
+	whole := *d
+	whole.ctx, whole.stats = gctx, DeltaStats{}
+	d.ctx = gctx
+	g.Go(func() error { return whole.diffWholeFiles(added, removed) })
+	err = d.diffChanged(both, common)
+	if werr := g.Wait(); err == nil {
+		err = werr
+	}
+	d.stats.add(whole.stats)
+	return err
+}
+
+// diffWholeFiles emits the entries of the data files added (inserts) and
+// removed (deletes).
+func (d *delta) diffWholeFiles(added, removed []tablescan.Entry) error {
+	for _, ref := range added {
 		if err := d.diffWhole(nil, d.new, ref); err != nil {
 			return err
 		}
 	}
-	for _, ref := range sortedRefs(dataOld) {
-		if _, ok := dataNew[ref.File.FilePath()]; ok {
-			continue
-		}
-		d.stats.DataFilesRemoved++
+	for _, ref := range removed {
 		if err := d.diffWhole(d.old, nil, ref); err != nil {
 			return err
 		}
 	}
-	if d.stats.DeleteFilesAdded+d.stats.DeleteFilesRemoved == 0 {
-		// The delete state of a file depends only on the live delete files,
-		// so files live in both are unchanged.
-		return nil
-	}
+	return nil
+}
+
+// diffChanged compares the data files live in both snapshots whose
+// deletes changed: both (listed by manifests of one snapshot only) and the
+// files of the manifests common lists.
+func (d *delta) diffChanged(both []tablescan.Entry, common []iceberg.ManifestFile) error {
 	var plans []*bothPlan
 	plan := func(ref tablescan.Entry) error {
 		p, err := d.planBoth(ref)
