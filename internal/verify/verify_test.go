@@ -134,6 +134,19 @@ func (x *identicalRows) publish(name string, entries [][2]int64) {
 	}
 }
 
+// publishOrder2 publishes an index of orders 1 (position 0), 2 at the
+// given positions and 3 (position 4), and verifies it.
+func (x *identicalRows) publishOrder2(name string, pos []int64) *verify.Report {
+	x.t.Helper()
+	entries := [][2]int64{{1, 0}}
+	for _, p := range pos {
+		entries = append(entries, [2]int64{2, p})
+	}
+	entries = append(entries, [2]int64{3, 4})
+	x.publish(name, entries)
+	return x.verifyCurrent()
+}
+
 // Which two of three identical rows were left live no content can tell, so
 // an index may point their entries at any two of the three positions, but
 // not elsewhere, and it must hold two of them.
@@ -161,13 +174,7 @@ func TestIdenticalRowsWithADeletedOneMatchAnyOfTheirPositions(t *testing.T) {
 		{name: "three-entries", pos: []int64{1, 2, 3}, unexpected: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			entries := [][2]int64{{1, 0}}
-			for _, p := range tc.pos {
-				entries = append(entries, [2]int64{2, p})
-			}
-			entries = append(entries, [2]int64{3, 4})
-			x.publish(tc.name, entries)
-			rep := x.verifyCurrent()
+			rep := x.publishOrder2(tc.name, tc.pos)
 			if rep.Exact() != tc.exact || rep.Missing != tc.missing || rep.Unexpected != tc.unexpected {
 				t.Fatalf("order 2 at positions %v: exact %v, missing %d, unexpected %d; want %v, %d, %d\n%s",
 					tc.pos, rep.Exact(), rep.Missing, rep.Unexpected, tc.exact, tc.missing, tc.unexpected, rep.Summary())
@@ -254,13 +261,7 @@ func TestIdenticalRowsOfAV3TableHaveExactPositions(t *testing.T) {
 		{name: "other-deleted", pos: []int64{2, 3}, missing: 1, unexpected: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			entries := [][2]int64{{1, 0}}
-			for _, p := range tc.pos {
-				entries = append(entries, [2]int64{2, p})
-			}
-			entries = append(entries, [2]int64{3, 4})
-			x.publish(tc.name, entries)
-			rep := x.verifyCurrent()
+			rep := x.publishOrder2(tc.name, tc.pos)
 			if rep.Missing != tc.missing || rep.Unexpected != tc.unexpected || rep.AmbiguousRows != 0 {
 				t.Fatalf("order 2 at positions %v: missing %d, unexpected %d, ambiguous %d; want %d, %d, 0\n%s",
 					tc.pos, rep.Missing, rep.Unexpected, rep.AmbiguousRows, tc.missing, tc.unexpected, rep.Summary())
