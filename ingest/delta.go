@@ -337,10 +337,8 @@ func (d *delta) run() error {
 	whole.ctx, whole.stats = gctx, DeltaStats{}
 	d.ctx = gctx
 	g.Go(func() error { return whole.diffWholeFiles(added, removed) })
-	err = d.diffChanged(both, common)
-	if werr := g.Wait(); err == nil {
-		err = werr
-	}
+	g.Go(func() error { return d.diffChanged(both, common) }) // the first error stops the other
+	err = g.Wait()
 	d.stats.add(whole.stats)
 	return err
 }
