@@ -204,20 +204,5 @@ func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.R
 		}
 	}
 	// The columns are in the order of p.cols already.
-	arrs := make([]arrow.Array, len(p.cols))
-	for i, c := range p.cols {
-		a, err := convertArray(ctx, rec.Column(i), c.want.Type)
-		if err != nil {
-			for _, done := range arrs[:i] {
-				done.Release()
-			}
-			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("column for field %d: %w", c.field.ID, err)}
-		}
-		arrs[i] = a
-	}
-	out := array.NewRecordBatch(p.out, arrs, rec.NumRows())
-	for _, a := range arrs {
-		a.Release()
-	}
-	return out, nil
+	return b.convertColumns(ctx, rec.Columns(), rec.NumRows(), p.out, p.cols)
 }

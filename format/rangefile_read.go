@@ -436,6 +436,21 @@ func (r *layout) convert(ctx context.Context, rec arrow.RecordBatch, out *arrow.
 		id, _ := arrowFieldID(f)
 		byID[id] = rec.Column(i)
 	}
+	got := make([]arrow.Array, len(cols))
+	for i, c := range cols {
+		a, ok := byID[c.field.ID]
+		if !ok {
+			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
+		}
+		got[i] = a
+	}
+	return r.convertColumns(ctx, got, rec.NumRows(), out, cols)
+}
+
+// convertColumns makes a batch of schema out from got, the arrays of cols
+// in that order as the Parquet reader returned them, each converted to its
+// column's Arrow type.
+func (r *layout) convertColumns(ctx context.Context, got []arrow.Array, rows int64, out *arrow.Schema, cols []storedColumn) (arrow.RecordBatch, error) {
 	arrs := make([]arrow.Array, len(cols))
 	defer func() {
 		for _, a := range arrs {
@@ -445,17 +460,13 @@ func (r *layout) convert(ctx context.Context, rec arrow.RecordBatch, out *arrow.
 		}
 	}()
 	for i, c := range cols {
-		got, ok := byID[c.field.ID]
-		if !ok {
-			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("reader returned no column for field %d", c.field.ID)}
-		}
-		a, err := convertArray(ctx, got, c.want.Type)
+		a, err := convertArray(ctx, got[i], c.want.Type)
 		if err != nil {
 			return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("column for field %d: %w", c.field.ID, err)}
 		}
 		arrs[i] = a
 	}
-	return array.NewRecordBatch(out, arrs, rec.NumRows()), nil
+	return array.NewRecordBatch(out, arrs, rows), nil
 }
 
 // convertArray returns arr in Arrow type want (retained: the caller
