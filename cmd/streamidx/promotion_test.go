@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,14 +61,17 @@ func TestTypePromotionAcrossSnapshots(t *testing.T) {
 		u.RenameColumn([]string{"name"}, "label")
 		u.AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil)
 	})
-	// Values only the promoted types hold, and a delete of an old row. (A
-	// position delete: iceberg-go 0.7.0's scan, which verify judges by,
-	// does not apply an equality delete to a file written before its
-	// column was promoted; streamidx's own scan does.)
+	// Values only the promoted types hold, and deletes of old rows: order
+	// 3 by position, 9 by an equality delete on the promoted id, 10 by one
+	// on the widened amount (10.10). (iceberg-go 0.7.0's scan does not apply
+	// an equality delete to a file written before its column was promoted;
+	// verify applies them itself.)
 	big := int64(1) << 40
 	tbl, _ = testtables.Append(t, tbl, []any{big, float64(1e300), decimal128.FromI64(1_000_000_000_000), "z", "new"},
 		[]any{int64(7), 0.1, decimal128.FromI64(5), "b", nil})
 	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: first[0], Pos: []int64{3}})
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(9)})
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{3}, []any{decimal128.FromI64(1010)})
 
 	checks := map[string][]struct{ where, want string }{
 		"by_id": {
@@ -85,8 +89,10 @@ func TestTypePromotionAcrossSnapshots(t *testing.T) {
 					t.Errorf("%s: %s lookup %q: want %s in\n%s", stage, name, ch.where, ch.want, out)
 				}
 			}
-			if out := c.ok("lookup", "--table", "test.promo", "--index", name, "--where", "id = 3", "--json"); strings.TrimSpace(out) != "" {
-				t.Errorf("%s: %s: deleted row 3 found:\n%s", stage, name, out)
+			for _, id := range []int{3, 9, 10} {
+				if out := c.ok("lookup", "--table", "test.promo", "--index", name, "--where", fmt.Sprintf("id = %d", id), "--json"); strings.TrimSpace(out) != "" {
+					t.Errorf("%s: %s: deleted row %d found:\n%s", stage, name, id, out)
+				}
 			}
 		}
 	}

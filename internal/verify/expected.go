@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -39,16 +41,26 @@ func (v *verifier) expected(out *extsort.Sorter) error {
 		lineage = v.tbl.Scan(table.WithSnapshotID(v.source.SnapshotID), table.WithArrowBatchSize(scanBatchRows), table.WithRowLineage())
 		defer lineage.Close()
 	}
+	eq, err := newEqualityDeletes(v)
+	if err != nil {
+		return err
+	}
 	s := &entryScratch{entry: make(format.Key, len(v.stored))}
 	for _, task := range tasks {
-		if err := v.expectedFile(scan, lineage, task, s, out); err != nil {
+		if err := v.expectedFile(scan, lineage, eq, task, s, out); err != nil {
 			return fmt.Errorf("expected entries of data file %s: %w", task.File.FilePath(), err)
 		}
 	}
 	return nil
 }
 
-func (v *verifier) expectedFile(scan, lineage *table.Scan, task table.FileScanTask, s *entryScratch, out *extsort.Sorter) error {
+func (v *verifier) expectedFile(scan, lineage *table.Scan, eq *equalityDeletes, task table.FileScanTask, s *entryScratch, out *extsort.Sorter) error {
+	// The task's equality deletes are applied here, after iceberg-go has
+	// read the rows and applied the other deletes (see equalityDeletes).
+	var eqFiles []iceberg.DataFile
+	if len(task.EqualityDeleteFiles) > 0 && eq.handles(task.EqualityDeleteFiles) {
+		eqFiles, task.EqualityDeleteFiles = task.EqualityDeleteFiles, nil
+	}
 	var loc *locator // nil when the index stores no positions
 	if v.posPos >= 0 {
 		loc = v.newLocator(task)
@@ -71,7 +83,14 @@ func (v *verifier) expectedFile(scan, lineage *table.Scan, task table.FileScanTa
 		if err != nil {
 			return err
 		}
-		err = v.expectedBatch(rec, path, loc, s, out)
+		s.deleted = slices.Grow(s.deleted[:0], int(rec.NumRows()))[:rec.NumRows()]
+		clear(s.deleted)
+		if len(eqFiles) > 0 {
+			err = eq.mark(eqFiles, rec, s.deleted)
+		}
+		if err == nil {
+			err = v.expectedBatch(rec, path, loc, s, out)
+		}
 		rec.Release()
 		if err != nil {
 			return err
@@ -86,11 +105,13 @@ func (v *verifier) expectedFile(scan, lineage *table.Scan, task table.FileScanTa
 // entryScratch is the scratch space of expectedBatch, kept across batches.
 type entryScratch struct {
 	positions []int64
+	deleted   []bool // rows of the batch that an equality delete removes
 	entry     format.Key
 	enc       []byte
 }
 
-// expectedBatch adds the entries of one batch of live rows.
+// expectedBatch adds the entries of one batch of live rows, but for those
+// s.deleted marks.
 func (v *verifier) expectedBatch(rec arrow.RecordBatch, path string, loc *locator, s *entryScratch, out *extsort.Sorter) error {
 	mem := memory.DefaultAllocator
 	s.positions = s.positions[:0]
@@ -109,6 +130,9 @@ func (v *verifier) expectedBatch(rec arrow.RecordBatch, path string, loc *locato
 	defer entries.Release()
 	file := v.files.number(path)
 	for i := 0; i < int(entries.NumRows()); i++ {
+		if s.deleted[i] {
+			continue
+		}
 		si := 0
 		for col, f := range v.is.Fields() {
 			if !f.Stored() {

@@ -1,10 +1,12 @@
 // Package verify is the judge of every other part: it checks that an index
 // snapshot holds exactly the live rows of its source table snapshot, and
 // that its files follow the spec. It computes the expected entries by its
-// own path, through iceberg-go's scan (which applies position deletes,
-// deletion vectors and equality deletes itself) and, for row positions, a
-// plain read of each data file; it shares no code with the scanner the
-// builder uses. Expected and actual entries are compared as multisets by
+// own path, through iceberg-go's scan (its plan, and its reading of data
+// files with their position deletes and deletion vectors applied), its own
+// application of the equality deletes that plan names for each data file
+// (see equalityDeletes), and, for row positions, the rows' _row_id on v3
+// tables or a plain read of each data file; it shares no code with the
+// scanner the builder uses. Expected and actual entries are compared as multisets by
 // sorting both within a memory budget.
 //
 // Concurrency: a verification reads the table (expected side) and the

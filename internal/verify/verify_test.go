@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/flush"
@@ -268,6 +269,49 @@ func TestIdenticalRowsOfAV3TableHaveExactPositions(t *testing.T) {
 			}
 			if tc.missing > 0 && !strings.Contains(strings.Join(rep.MissingSample, "\n"), "_pos=3") && !strings.Contains(strings.Join(rep.MissingSample, "\n"), "_pos=1") {
 				t.Errorf("the missing entry should name a live position:\n%s", rep.Summary())
+			}
+		})
+	}
+}
+
+// TestEqualityDeletesApplyByTheirSequenceNumbers: verify applies equality
+// deletes itself, to the data files iceberg-go's plan names for each: an
+// order upserted twice keeps only its newest version (the second delete
+// removes the first upsert's row, not the row inserted beside it), and a
+// delete of a null customer removes the rows whose customer is null.
+func TestEqualityDeletesApplyByTheirSequenceNumbers(t *testing.T) {
+	for _, v := range []int{2, 3} {
+		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
+			ctx := context.Background()
+			cat, warehouse := testtables.NewCatalog(t)
+			tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: v})
+			ic := testtables.IndexCatalog(t, warehouse)
+			testtables.CreateIndexes(t, ic, tbl, pkDefinition)
+			tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+			del := testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(3)})
+			tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, testtables.OrderRow(3, 1))
+			del = testtables.WriteEqualityDeleteFile(t, tbl, 0, nil, []int{1}, []any{int64(3)}, []any{int64(7)})
+			tbl, _ = testtables.AppendAndDelete(t, tbl, []iceberg.DataFile{del}, testtables.OrderRow(3, 2), testtables.OrderRow(7, 2))
+			// Orders 0 and 11 have no customer (OrderRow).
+			tbl = testtables.AddEqualityDeletes(t, tbl, []int{2}, []any{nil})
+
+			md, _, err := ic.Load(ctx, tbl.Identifier(), "pk")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := updater.BuildAndPublish(ctx, ic, tbl, "pk", md, tbl.CurrentSnapshot(), updater.BuildOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if md, _, err = ic.Load(ctx, tbl.Identifier(), "pk"); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := verify.Verify(ctx, tbl, md, md.CurrentSnapshot(), verify.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !rep.Exact() || rep.ExpectedEntries != 18 || rep.AmbiguousRows != 0 {
+				t.Errorf("want exact with 18 live rows (20 orders less 0 and 11, 3 and 7 once each), none ambiguous; got %d live, %d ambiguous:\n%s",
+					rep.ExpectedEntries, rep.AmbiguousRows, rep.Summary())
 			}
 		})
 	}

@@ -1,0 +1,32 @@
+package verify
+
+import "testing"
+
+// TestDeleteSetHoldsAKeyOfAnyApplyingFile: a key that several delete files
+// hold is deleted from a data file when any one of them applies to it, the
+// first file that held it or a later one; not when none applies.
+func TestDeleteSetHoldsAKeyOfAnyApplyingFile(t *testing.T) {
+	s := &deleteSet{first: map[contentHash]int32{}, more: map[contentHash][]int32{}}
+	k, other := contentHash{1, 2}, contentHash{3, 4}
+	s.add(k, 0)
+	s.add(k, 2)
+	s.add(k, 2)
+	s.add(k, 0)
+	if got := s.more[k]; len(got) != 1 || got[0] != 2 {
+		t.Errorf("files after the first holding the key: got %v, want [2]", got)
+	}
+	for _, c := range []struct {
+		key     contentHash
+		applies []bool
+		want    bool
+	}{
+		{k, []bool{true, false, false}, true},
+		{k, []bool{false, false, true}, true},
+		{k, []bool{false, true, false}, false},
+		{other, []bool{true, true, true}, false},
+	} {
+		if got := s.holds(c.key, c.applies); got != c.want {
+			t.Errorf("holds(%v, applies %v) = %v, want %v", c.key, c.applies, got, c.want)
+		}
+	}
+}
