@@ -6,7 +6,10 @@
 // and identical entries' counts are summed by a merge operator. A stage is
 // sealed once its delta is complete and then streams out in key order; what
 // Seal acknowledged survives kill -9, and stages still open at start are
-// abandoned and recomputed (format/README.md has the key layout).
+// abandoned and recomputed (format/README.md has the key layout). A
+// recomputable stage (a table delta, which the table's files give again) is
+// held in the process instead, within a memory budget, and moves to Pebble
+// only when it outgrows it (memStage).
 //
 // Concurrency: a Store is safe for concurrent use; a Stager belongs to one
 // goroutine, and sealed stages are read while new ones are written.

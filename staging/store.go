@@ -78,6 +78,12 @@ type StoreOptions struct {
 	// FS is the file system the store lives on; tests inject disk errors
 	// through it. Default: vfs.Default, the operating system's.
 	FS vfs.FS
+	// MemoryStageBytes is the memory that the recomputable stages of the
+	// store (Stager.Recomputable) may hold in the process instead of in
+	// Pebble, all together; a stage that outgrows what is left moves to
+	// Pebble. Default DefaultMemoryStageBytes; negative: every stage goes
+	// to Pebble.
+	MemoryStageBytes int64
 }
 
 // EnsureDefaults fills unset fields with their defaults.
@@ -96,6 +102,9 @@ func (o *StoreOptions) EnsureDefaults() {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.MemoryStageBytes == 0 {
+		o.MemoryStageBytes = DefaultMemoryStageBytes
 	}
 }
 
@@ -176,6 +185,12 @@ type Store struct {
 
 	mu     sync.Mutex
 	active map[string]bool // stage keys of Stagers in progress
+
+	// Sealed memory stages (see memStage) by stage key, and the bytes of
+	// MemoryStageBytes that memory stages hold, sealed or being written.
+	memMu     sync.Mutex
+	memStages map[string]*memStage
+	memBytes  int64
 }
 
 const (
@@ -250,7 +265,7 @@ var ErrLocked = errors.New("the staging directory is locked by another process")
 // the reserve.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	opts.EnsureDefaults()
-	s := &Store{dir: dir, opts: opts, wo: pebble.Sync, active: map[string]bool{}}
+	s := &Store{dir: dir, opts: opts, wo: pebble.Sync, active: map[string]bool{}, memStages: map[string]*memStage{}}
 	if opts.NoSync {
 		s.wo = pebble.NoSync
 	}
@@ -379,6 +394,10 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.memMu.Lock()
+	clear(s.memStages)
+	s.memBytes = 0
+	s.memMu.Unlock()
 	err := s.db.Close()
 	if lerr := s.lock.Close(); err == nil {
 		err = lerr
@@ -422,6 +441,9 @@ func checkIndex(index string) error {
 
 // stageState reads a stage record: found, whether sealed, and the meta.
 func (s *Store) stageState(index string, snap int64) (found bool, meta SealMeta, sealed bool, err error) {
+	if m := s.memStageOf(index, snap); m != nil {
+		return true, m.meta, true, nil
+	}
 	v, closer, err := s.db.Get(stagePrefix(spaceStage, index, snap))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, meta, false, nil
@@ -527,6 +549,8 @@ type Stager struct {
 	done      bool
 	// recomputable: Seal does not wait for the disk (see Recomputable).
 	recomputable bool
+	// mem holds the stage while it is a memory stage; nil once in Pebble.
+	mem *memStage
 }
 
 // Recomputable says that the stage's source can give its mutations again
@@ -537,7 +561,16 @@ type Stager struct {
 // stage's last, so a stage found sealed after a restart holds every
 // mutation, and one not found is staged again from its source. Stages of
 // change events, which Kafka may no longer hold, are not recomputable.
-func (st *Stager) Recomputable() { st.recomputable = true }
+//
+// A recomputable stage is held in memory while the store's
+// MemoryStageBytes allow (see memStage), and moves to Pebble when they do
+// not.
+func (st *Stager) Recomputable() {
+	st.recomputable = true
+	if st.mutations == 0 && st.mem == nil && st.s.opts.MemoryStageBytes > 0 {
+		st.mem = &memStage{index: st.index, snap: st.snap}
+	}
+}
 
 // Add stages one mutation: count copies of an entry (negative: deletes).
 // entryKey is its format.EntryCodec key and entryValue its encoded values; both
@@ -549,13 +582,31 @@ func (st *Stager) Add(entryKey, entryValue []byte, count int) error {
 	if st.s.closed.Load() {
 		return ErrStoreClosed
 	}
+	st.mutations++
+	st.net += int64(count)
+	if st.mem != nil {
+		ok, added := st.memAdd(entryKey, entryValue, count)
+		if ok {
+			return nil
+		}
+		if err := st.spill(); err != nil {
+			return err
+		}
+		if added {
+			return nil
+		}
+	}
+	return st.pebbleAdd(entryKey, entryValue, count)
+}
+
+// pebbleAdd adds a mutation to the Stager's batch, writing the batch when
+// it is full.
+func (st *Stager) pebbleAdd(entryKey, entryValue []byte, count int) error {
 	st.key = append(append(append(st.key[:0], st.prefix...), entryKey...), entryValue...)
 	st.val = encodeCount(st.val[:0], int64(count), uint64(len(entryKey)))
 	if err := st.batch.Merge(st.key, st.val, nil); err != nil {
 		return fmt.Errorf("stage mutation of %s@%d: %w", st.index, st.snap, err)
 	}
-	st.mutations++
-	st.net += int64(count)
 	if st.batch.Len() >= st.s.opts.BatchBytes {
 		if err := st.s.room(); err != nil {
 			return fmt.Errorf("write mutations of %s@%d: %w", st.index, st.snap, err)
@@ -580,6 +631,13 @@ func (st *Stager) Seal(meta SealMeta) error {
 		return ErrStoreClosed
 	}
 	meta.SourceSnapshotID, meta.Mutations, meta.NetCount = st.snap, st.mutations, st.net
+	if st.mem != nil {
+		if err := st.memSeal(meta); err != nil {
+			return err
+		}
+		st.finish()
+		return nil
+	}
 	enc, err := json.Marshal(meta)
 	if err != nil {
 		return fmt.Errorf("encode seal of %s@%d: %w", st.index, st.snap, err)
@@ -615,6 +673,10 @@ func (st *Stager) Abort() error {
 
 func (st *Stager) finish() {
 	st.done = true
+	if st.mem != nil { // given up: a sealed one belongs to the store
+		st.s.releaseMem(st.mem.reserved)
+		st.mem = nil
+	}
 	_ = st.batch.Close()
 	st.s.mu.Lock()
 	delete(st.s.active, string(st.stageKey))
@@ -636,6 +698,13 @@ func (s *Store) Sealed(index string) ([]SealMeta, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.memMu.Lock()
+	for _, m := range s.memStages {
+		if m.index == index {
+			out = append(out, m.meta)
+		}
+	}
+	s.memMu.Unlock()
 	slices.SortFunc(out, func(a, b SealMeta) int {
 		return cmp.Or(cmp.Compare(a.Ordinal, b.Ordinal), cmp.Compare(a.SourceSnapshotID, b.SourceSnapshotID))
 	})
@@ -704,6 +773,9 @@ func (s *Store) Iterate(index string, sourceSnapshotID int64, fn func(entryKey, 
 	if s.closed.Load() {
 		return ErrStoreClosed
 	}
+	if m := s.memStageOf(index, sourceSnapshotID); m != nil {
+		return m.iterate(fn)
+	}
 	_, _, sealed, err := s.stageState(index, sourceSnapshotID)
 	if err != nil {
 		return err
@@ -760,6 +832,14 @@ func (s *Store) remove(index string, snap int64, unsealedOnly bool) error {
 	}
 	if s.closed.Load() {
 		return ErrStoreClosed
+	}
+	if s.memStageOf(index, snap) != nil {
+		// A sealed memory stage has nothing in Pebble (memSeal).
+		if unsealedOnly {
+			return fmt.Errorf("abandon stage %s@%d: %w", index, snap, ErrStageSealed)
+		}
+		s.dropMem(index, snap)
+		return nil
 	}
 	// Even a removal writes to Pebble's log; a stage that cannot be
 	// removed now is removed, or discarded by Stage, later.

@@ -1,0 +1,177 @@
+package staging
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// DefaultMemoryStageBytes is the default of StoreOptions.MemoryStageBytes.
+const DefaultMemoryStageBytes = 64 << 20
+
+// memQuantum is how much of the memory budget a Stager takes at a time.
+const memQuantum = 1 << 20
+
+// memRecordBytes is what a staged mutation costs in memory beside its key
+// and value: its memRecord.
+const memRecordBytes = 20
+
+// A memory stage holds a recomputable stage (Stager.Recomputable) in the
+// process instead of Pebble: its mutations in one buffer, sorted and summed
+// at the seal. Such a stage has nothing to survive (its source gives it
+// again), so it need not pass through Pebble's log and memtable: staging the
+// 20,000 mutations of a 10,000-key upsert that way took 30 of the 50 ms the
+// delta took at 10M rows. A stage whose mutations outgrow the store's
+// memory budget (StoreOptions.MemoryStageBytes, shared by every memory
+// stage of the store) moves to Pebble as it goes, as every stage was before;
+// a crash loses a memory stage whole, which is one of the two outcomes a
+// recomputable stage had already.
+type memStage struct {
+	index    string
+	snap     int64
+	buf      []byte      // entry key, then entry value, of each record
+	recs     []memRecord // in Add order until the seal, then sorted, summed and non-zero
+	reserved int64       // of the store's memory budget
+	sealed   bool
+	meta     SealMeta
+}
+
+type memRecord struct {
+	off           uint32
+	keyLen, valLn uint32
+	count         int64
+}
+
+func (r memRecord) bytes(buf []byte) []byte { return buf[r.off : r.off+r.keyLen+r.valLn] }
+
+// reserveMem takes n bytes of the memory budget, or reports that there are
+// not n left.
+func (s *Store) reserveMem(n int64) bool {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	if s.memBytes+n > s.opts.MemoryStageBytes {
+		return false
+	}
+	s.memBytes += n
+	return true
+}
+
+func (s *Store) releaseMem(n int64) {
+	s.memMu.Lock()
+	s.memBytes -= n
+	s.memMu.Unlock()
+}
+
+// memStageOf returns the sealed memory stage of (index, snap), or nil.
+func (s *Store) memStageOf(index string, snap int64) *memStage {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	return s.memStages[memKey(index, snap)]
+}
+
+func memKey(index string, snap int64) string { return string(stagePrefix(spaceStage, index, snap)) }
+
+// memAdd stages a mutation in memory. ok is false when the memory budget
+// is spent and the stage must move to Pebble (spill); added says whether
+// the mutation is in the memory stage all the same (spill moves it).
+func (st *Stager) memAdd(entryKey, entryValue []byte, count int) (ok, added bool) {
+	m := st.mem
+	if len(m.buf)+len(entryKey)+len(entryValue) > math.MaxUint32 {
+		return false, false
+	}
+	off := len(m.buf)
+	m.buf = append(append(m.buf, entryKey...), entryValue...)
+	m.recs = append(m.recs, memRecord{off: uint32(off), keyLen: uint32(len(entryKey)), valLn: uint32(len(entryValue)), count: int64(count)})
+	for held := int64(cap(m.buf)) + int64(cap(m.recs))*memRecordBytes; m.reserved < held; {
+		if !st.s.reserveMem(memQuantum) {
+			return false, true
+		}
+		m.reserved += memQuantum
+	}
+	return true, true
+}
+
+// spill moves a memory stage to Pebble: its mutations so far go into the
+// Stager's batch, and the Stager writes to Pebble from then on.
+func (st *Stager) spill() error {
+	m := st.mem
+	st.mem = nil
+	defer st.s.releaseMem(m.reserved)
+	for _, r := range m.recs {
+		b := r.bytes(m.buf)
+		if err := st.pebbleAdd(b[:r.keyLen], b[r.keyLen:], int(r.count)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// memSeal seals a memory stage: its records sorted as Pebble would order
+// them, equal entries summed, cancelled ones dropped. The stage's open
+// record in Pebble goes (unsynced: if a crash keeps it, the stage is
+// partial and redone, as it would be anyway).
+func (st *Stager) memSeal(meta SealMeta) error {
+	m := st.mem
+	slices.SortStableFunc(m.recs, func(a, b memRecord) int { return bytes.Compare(a.bytes(m.buf), b.bytes(m.buf)) })
+	out := m.recs[:0]
+	for _, r := range m.recs {
+		if n := len(out); n > 0 && out[n-1].keyLen == r.keyLen && bytes.Equal(out[n-1].bytes(m.buf), r.bytes(m.buf)) {
+			out[n-1].count += r.count
+			continue
+		}
+		out = append(out, r)
+	}
+	m.recs = slices.DeleteFunc(out, func(r memRecord) bool { return r.count == 0 })
+	if err := st.s.room(); err != nil {
+		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
+	}
+	b := st.s.db.NewBatch()
+	err := b.Delete(st.stageKey, nil)
+	if err == nil {
+		err = b.Commit(pebble.NoSync)
+	}
+	if err = joinClose(err, b); err != nil {
+		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
+	}
+	m.sealed, m.meta = true, meta
+	st.s.memMu.Lock()
+	st.s.memStages[memKey(st.index, st.snap)] = m
+	st.s.memMu.Unlock()
+	st.mem = nil
+	return nil
+}
+
+func joinClose(err error, b *pebble.Batch) error {
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// iterate calls fn with the sealed stage's mutations (see Store.Iterate).
+func (m *memStage) iterate(fn func(entryKey, entryValue []byte, count int) error) error {
+	for _, r := range m.recs {
+		b := r.bytes(m.buf)
+		if err := fn(b[:r.keyLen], b[r.keyLen:], int(r.count)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropMem removes a sealed memory stage; false when there is none.
+func (s *Store) dropMem(index string, snap int64) bool {
+	s.memMu.Lock()
+	k := memKey(index, snap)
+	m := s.memStages[k]
+	delete(s.memStages, k)
+	s.memMu.Unlock()
+	if m == nil {
+		return false
+	}
+	s.releaseMem(m.reserved)
+	return true
+}

@@ -1,0 +1,219 @@
+package staging
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// memStageMutations makes n mutations of distinct entries (some added in
+// two parts, some cancelling out) in random order, and what Iterate must
+// give for them.
+func memStageMutations(seed uint64, n int) (adds []crashAdd, want []staged) {
+	r := rand.New(rand.NewPCG(seed, 11))
+	for i := range n {
+		key := binary.BigEndian.AppendUint64(nil, r.Uint64()>>8)
+		key = binary.AppendUvarint(key, uint64(i))
+		value := make([]byte, 20+r.IntN(40))
+		for j := range value {
+			value[j] = byte(r.Uint32())
+		}
+		total := []int{-2, -1, 0, 1, 1, 3}[r.IntN(6)]
+		if r.IntN(3) == 0 {
+			adds = append(adds, crashAdd{key, value, total - 1}, crashAdd{key, value, 1})
+		} else {
+			adds = append(adds, crashAdd{key, value, total})
+		}
+		if total != 0 {
+			want = append(want, staged{string(key), string(value), total})
+		}
+	}
+	r.Shuffle(len(adds), func(i, j int) { adds[i], adds[j] = adds[j], adds[i] })
+	slices.SortFunc(want, func(a, b staged) int { return strings.Compare(a.key, b.key) })
+	return adds, want
+}
+
+// TestRecomputableStagesInMemory: a recomputable stage reads back as a
+// Pebble stage of the same mutations does (sorted, summed, cancelled ones
+// left out), whether it stays in memory, outgrows the memory budget half
+// way and moves to Pebble, or has no budget at all; it is sealed, listed,
+// refused a second staging and an abandon, and dropped like any other, and
+// gives its memory back when dropped. A memory stage does not survive the
+// store, and leaves no partial stage behind.
+func TestRecomputableStagesInMemory(t *testing.T) {
+	adds, want := memStageMutations(5, 40000)
+	for _, c := range []struct {
+		name     string
+		budget   int64
+		inMemory bool
+	}{
+		{"in memory", 0, true},
+		{"outgrows 1 MiB", 1 << 20, false},
+		{"no budget", -1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s, err := OpenStore(dir, StoreOptions{MemTableSize: 1 << 20, BatchBytes: 64 << 10, MemoryStageBytes: c.budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			st := mustStage(t, s, "idx", 7)
+			st.Recomputable()
+			for _, a := range adds {
+				if err := st.Add(a.key, a.value, a.count); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Seal(SealMeta{Ordinal: 3}); err != nil {
+				t.Fatal(err)
+			}
+			if got := s.memStageOf("idx", 7) != nil; got != c.inMemory {
+				t.Fatalf("stage held in memory: %v, want %v", got, c.inMemory)
+			}
+			if c.inMemory && s.memBytes < int64(len(adds))*40 {
+				t.Errorf("memory budget taken by %d mutations: %d bytes", len(adds), s.memBytes)
+			}
+			if !c.inMemory && s.memBytes != 0 {
+				t.Errorf("a stage in Pebble holds %d bytes of the memory budget", s.memBytes)
+			}
+			metas, err := s.Sealed("idx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var net int64
+			for _, w := range want {
+				net += int64(w.count)
+			}
+			if len(metas) != 1 || metas[0].SourceSnapshotID != 7 || metas[0].Ordinal != 3 || metas[0].Mutations != int64(len(adds)) || metas[0].NetCount != net {
+				t.Errorf("sealed: %+v, want stage 7, ordinal 3, %d mutations, net count %d", metas, len(adds), net)
+			}
+			if got := collect(t, s, "idx", 7); !slices.Equal(got, want) {
+				t.Errorf("iterate: %d mutations, want %d (first difference at %s)", len(got), len(want), firstDiff(got, want))
+			}
+			if _, err := s.Stage("idx", 7); !errors.Is(err, ErrStageSealed) {
+				t.Errorf("stage a sealed stage again: %v, want ErrStageSealed", err)
+			}
+			if err := s.Abandon("idx", 7); !errors.Is(err, ErrStageSealed) {
+				t.Errorf("abandon a sealed stage: %v, want ErrStageSealed", err)
+			}
+			if partial, err := s.Unsealed(); err != nil || len(partial) != 0 {
+				t.Errorf("unsealed: %v %v, want none", partial, err)
+			}
+			if err := s.Drop("idx", 7); err != nil {
+				t.Fatal(err)
+			}
+			if metas, _ := s.Sealed("idx"); len(metas) != 0 || s.memBytes != 0 {
+				t.Errorf("after the drop: sealed %v, %d bytes of the memory budget held", metas, s.memBytes)
+			}
+			if err := s.Iterate("idx", 7, func([]byte, []byte, int) error { return nil }); !errors.Is(err, ErrStageNotSealed) {
+				t.Errorf("iterate a dropped stage: %v, want ErrStageNotSealed", err)
+			}
+
+			// Sealed again and the store closed: a memory stage is gone,
+			// with nothing partial left; a Pebble one is there.
+			st = mustStage(t, s, "idx", 8)
+			st.Recomputable()
+			for _, a := range adds {
+				if err := st.Add(a.key, a.value, a.count); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := st.Seal(SealMeta{Ordinal: 4}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if s, err = OpenStore(dir, StoreOptions{MemoryStageBytes: c.budget}); err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			metas, err = s.Sealed("idx")
+			if err != nil {
+				t.Fatal(err)
+			}
+			partial, err := s.Unsealed()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.inMemory && (len(metas) != 0 || len(partial) != 0) {
+				t.Errorf("a memory stage after a restart: sealed %v, partial %v; want neither", metas, partial)
+			}
+			if !c.inMemory && (len(metas) != 1 || !slices.Equal(collect(t, s, "idx", 8), want)) {
+				t.Errorf("a Pebble stage after a restart: sealed %v; want stage 8 whole", metas)
+			}
+		})
+	}
+}
+
+// TestMemoryStagesShareTheBudget: the memory budget is the store's, not a
+// stage's: a sealed memory stage keeps its share until dropped, so the
+// next stage that does not fit beside it goes to Pebble, and one aborted
+// gives its share back.
+func TestMemoryStagesShareTheBudget(t *testing.T) {
+	s, err := OpenStore(t.TempDir(), StoreOptions{MemoryStageBytes: 6 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	adds, want := memStageMutations(9, 40000) // about 3.5 MiB in memory
+	stage := func(snap int64, seal bool) {
+		st := mustStage(t, s, "idx", snap)
+		st.Recomputable()
+		for _, a := range adds {
+			if err := st.Add(a.key, a.value, a.count); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !seal {
+			if err := st.Abort(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := st.Seal(SealMeta{Ordinal: uint64(snap)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stage(1, true)
+	stage(2, true)
+	if s.memStageOf("idx", 1) == nil || s.memStageOf("idx", 2) != nil {
+		t.Errorf("in memory: stage 1 %v, stage 2 %v; want only stage 1", s.memStageOf("idx", 1) != nil, s.memStageOf("idx", 2) != nil)
+	}
+	for _, snap := range []int64{1, 2} {
+		if got := collect(t, s, "idx", snap); !slices.Equal(got, want) {
+			t.Errorf("stage %d: %d mutations, want %d", snap, len(got), len(want))
+		}
+	}
+	held := s.memBytes
+	stage(3, false)
+	if s.memBytes != held {
+		t.Errorf("an aborted stage kept memory: %d bytes held, %d before it", s.memBytes, held)
+	}
+	for _, snap := range []int64{1, 2} {
+		if err := s.Drop("idx", snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.memBytes != 0 {
+		t.Errorf("%d bytes held after every stage was dropped", s.memBytes)
+	}
+	stage(4, true)
+	if s.memStageOf("idx", 4) == nil {
+		t.Error("with the budget free again, a stage that fits is not held in memory")
+	}
+}
+
+func firstDiff(a, b []staged) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return fmt.Sprint(i)
+		}
+	}
+	return fmt.Sprint(min(len(a), len(b)))
+}
