@@ -1,40 +1,38 @@
 package staging
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 )
 
-// memStageMutations makes n mutations of distinct entries (some added in
-// two parts, some cancelling out) in random order, and what Iterate must
-// give for them.
+// memStageMutations makes n mutations of distinct entries (see
+// randomMutations) and what Iterate must give for them.
 func memStageMutations(seed uint64, n int) (adds []crashAdd, want []staged) {
-	r := rand.New(rand.NewPCG(seed, 11))
-	for i := range n {
-		key := binary.BigEndian.AppendUint64(nil, r.Uint64()>>8)
-		key = binary.AppendUvarint(key, uint64(i))
-		value := make([]byte, 20+r.IntN(40))
-		for j := range value {
-			value[j] = byte(r.Uint32())
-		}
-		total := []int{-2, -1, 0, 1, 1, 3}[r.IntN(6)]
-		if r.IntN(3) == 0 {
-			adds = append(adds, crashAdd{key, value, total - 1}, crashAdd{key, value, 1})
-		} else {
-			adds = append(adds, crashAdd{key, value, total})
-		}
-		if total != 0 {
-			want = append(want, staged{string(key), string(value), total})
+	return randomMutations(rand.New(rand.NewPCG(seed, 11)), n, 20, 40)
+}
+
+// stageRecomputable stages adds as a recomputable stage of snap and seals it.
+func stageRecomputable(t *testing.T, s *Store, snap int64, adds []crashAdd, seal bool) {
+	t.Helper()
+	st := mustStage(t, s, "idx", snap)
+	st.Recomputable()
+	for _, a := range adds {
+		if err := st.Add(a.key, a.value, a.count); err != nil {
+			t.Fatal(err)
 		}
 	}
-	r.Shuffle(len(adds), func(i, j int) { adds[i], adds[j] = adds[j], adds[i] })
-	slices.SortFunc(want, func(a, b staged) int { return strings.Compare(a.key, b.key) })
-	return adds, want
+	if !seal {
+		if err := st.Abort(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := st.Seal(SealMeta{Ordinal: uint64(snap)}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRecomputableStagesInMemory: a recomputable stage reads back as a
@@ -62,16 +60,7 @@ func TestRecomputableStagesInMemory(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer s.Close()
-			st := mustStage(t, s, "idx", 7)
-			st.Recomputable()
-			for _, a := range adds {
-				if err := st.Add(a.key, a.value, a.count); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := st.Seal(SealMeta{Ordinal: 3}); err != nil {
-				t.Fatal(err)
-			}
+			stageRecomputable(t, s, 7, adds, true)
 			if got := s.memStageOf("idx", 7) != nil; got != c.inMemory {
 				t.Fatalf("stage held in memory: %v, want %v", got, c.inMemory)
 			}
@@ -89,8 +78,8 @@ func TestRecomputableStagesInMemory(t *testing.T) {
 			for _, w := range want {
 				net += int64(w.count)
 			}
-			if len(metas) != 1 || metas[0].SourceSnapshotID != 7 || metas[0].Ordinal != 3 || metas[0].Mutations != int64(len(adds)) || metas[0].NetCount != net {
-				t.Errorf("sealed: %+v, want stage 7, ordinal 3, %d mutations, net count %d", metas, len(adds), net)
+			if len(metas) != 1 || metas[0].SourceSnapshotID != 7 || metas[0].Ordinal != 7 || metas[0].Mutations != int64(len(adds)) || metas[0].NetCount != net {
+				t.Errorf("sealed: %+v, want stage 7, ordinal 7, %d mutations, net count %d", metas, len(adds), net)
 			}
 			if got := collect(t, s, "idx", 7); !slices.Equal(got, want) {
 				t.Errorf("iterate: %d mutations, want %d (first difference at %s)", len(got), len(want), firstDiff(got, want))
@@ -116,16 +105,7 @@ func TestRecomputableStagesInMemory(t *testing.T) {
 
 			// Sealed again and the store closed: a memory stage is gone,
 			// with nothing partial left; a Pebble one is there.
-			st = mustStage(t, s, "idx", 8)
-			st.Recomputable()
-			for _, a := range adds {
-				if err := st.Add(a.key, a.value, a.count); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := st.Seal(SealMeta{Ordinal: 4}); err != nil {
-				t.Fatal(err)
-			}
+			stageRecomputable(t, s, 8, adds, true)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -162,24 +142,7 @@ func TestMemoryStagesShareTheBudget(t *testing.T) {
 	}
 	defer s.Close()
 	adds, want := memStageMutations(9, 40000) // about 3.5 MiB in memory
-	stage := func(snap int64, seal bool) {
-		st := mustStage(t, s, "idx", snap)
-		st.Recomputable()
-		for _, a := range adds {
-			if err := st.Add(a.key, a.value, a.count); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if !seal {
-			if err := st.Abort(); err != nil {
-				t.Fatal(err)
-			}
-			return
-		}
-		if err := st.Seal(SealMeta{Ordinal: uint64(snap)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	stage := func(snap int64, seal bool) { stageRecomputable(t, s, snap, adds, seal) }
 	stage(1, true)
 	stage(2, true)
 	if s.memStageOf("idx", 1) == nil || s.memStageOf("idx", 2) != nil {

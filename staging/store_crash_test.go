@@ -34,11 +34,18 @@ type crashAdd struct {
 // in order and what Iterate must report, in key order.
 func crashStage(id int64) (adds []crashAdd, want []staged) {
 	r := rand.New(rand.NewPCG(uint64(id), 7))
-	n := 1 + r.IntN(8000)
+	return randomMutations(r, 1+r.IntN(8000), 0, 40)
+}
+
+// randomMutations makes the Add calls of n distinct entries with values of
+// minValue up to minValue+spread-1 random bytes, in random order, a third
+// of them added in two parts and some cancelling out, and what Iterate must
+// report for them, in key order.
+func randomMutations(r *rand.Rand, n, minValue, spread int) (adds []crashAdd, want []staged) {
 	for i := range n {
 		key := binary.BigEndian.AppendUint64(nil, r.Uint64())
 		key = binary.AppendUvarint(key, uint64(i)) // distinct keys
-		value := make([]byte, r.IntN(40))
+		value := make([]byte, minValue+r.IntN(spread))
 		for j := range value {
 			value[j] = byte(r.Uint32())
 		}
