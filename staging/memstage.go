@@ -31,12 +31,10 @@ const memRecordBytes = 20
 // recomputable stage had already.
 type memStage struct {
 	index    string
-	snap     int64
 	buf      []byte      // entry key, then entry value, of each record
 	recs     []memRecord // in Add order until the seal, then sorted, summed and non-zero
 	reserved int64       // of the store's memory budget
-	sealed   bool
-	meta     SealMeta
+	meta     SealMeta    // set at the seal
 }
 
 type memRecord struct {
@@ -136,7 +134,7 @@ func (st *Stager) memSeal(meta SealMeta) error {
 	if err = joinClose(err, b); err != nil {
 		return fmt.Errorf("seal stage %s@%d: %w", st.index, st.snap, err)
 	}
-	m.sealed, m.meta = true, meta
+	m.meta = meta
 	st.s.memMu.Lock()
 	st.s.memStages[memKey(st.index, st.snap)] = m
 	st.s.memMu.Unlock()

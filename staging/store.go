@@ -568,7 +568,7 @@ type Stager struct {
 func (st *Stager) Recomputable() {
 	st.recomputable = true
 	if st.mutations == 0 && st.mem == nil && st.s.opts.MemoryStageBytes > 0 {
-		st.mem = &memStage{index: st.index, snap: st.snap}
+		st.mem = &memStage{index: st.index}
 	}
 }
 

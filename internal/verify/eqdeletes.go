@@ -3,13 +3,8 @@ package verify
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 )
@@ -38,21 +33,25 @@ type equalityDeletes struct {
 	v *verifier
 	// arrowTypes are the source schema's fields as Arrow types, by field ID.
 	arrowTypes map[int]arrow.DataType
-	// ordinals numbers the delete files loaded so far, by path.
-	ordinals map[string]int32
-	// sets holds the fingerprints of the loaded files, by equality field
-	// IDs (setName).
+	// files are the delete files read so far, by path.
+	files map[string]loadedDeletes
+	// sets holds the fingerprints of the files read, by equality field IDs
+	// (setName).
 	sets map[string]*deleteSet
+}
 
-	applies []bool // scratch: ordinal -> applies to the current task
-	sums    []contentHash
-	cols    []arrow.Array
+// loadedDeletes is a delete file read: its ordinal (in the order read) and
+// the set its rows went into.
+type loadedDeletes struct {
+	ord int32
+	set *deleteSet
 }
 
 // deleteSet holds the fingerprinted rows of the delete files with one set
 // of equality field IDs.
 type deleteSet struct {
-	ids []int // equality field IDs, ascending
+	ids   []int            // equality field IDs, ascending
+	types []arrow.DataType // of ids, in the source schema
 	// first maps a fingerprint to the first delete file (ordinal) that
 	// holds it; more to the others, for the rare key deleted again by a
 	// later commit.
@@ -100,18 +99,7 @@ func newEqualityDeletes(v *verifier) (*equalityDeletes, error) {
 			types[id] = f.Type
 		}
 	}
-	return &equalityDeletes{v: v, arrowTypes: types, ordinals: map[string]int32{}, sets: map[string]*deleteSet{}}, nil
-}
-
-func setName(ids []int) string {
-	var b strings.Builder
-	for i, id := range ids {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(id))
-	}
-	return b.String()
+	return &equalityDeletes{v: v, arrowTypes: types, files: map[string]loadedDeletes{}, sets: map[string]*deleteSet{}}, nil
 }
 
 // handles reports whether verify applies the equality delete files dfs
@@ -124,7 +112,7 @@ func (e *equalityDeletes) handles(dfs []iceberg.DataFile) bool {
 			return false
 		}
 		for _, id := range df.EqualityFieldIDs() {
-			if !slices.ContainsFunc(e.v.schema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id }) {
+			if e.arrowTypes[id] == nil || !slices.ContainsFunc(e.v.schema.Fields(), func(f iceberg.NestedField) bool { return f.ID == id }) {
 				return false
 			}
 		}
@@ -132,54 +120,56 @@ func (e *equalityDeletes) handles(dfs []iceberg.DataFile) bool {
 	return true
 }
 
-// sortedIDs gives the equality field IDs of a delete file, ascending.
-func sortedIDs(df iceberg.DataFile) ([]int, error) {
-	ids := slices.Clone(df.EqualityFieldIDs())
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("equality delete file %s names no equality field IDs", df.FilePath())
-	}
-	slices.Sort(ids)
-	return slices.Compact(ids), nil
+// taskDeletes are the equality deletes of one data file: the sets that
+// hold their rows and which files (ordinals) apply.
+type taskDeletes struct {
+	e       *equalityDeletes
+	sets    []*deleteSet
+	applies []bool
+	sums    []contentHash
+	cols    []arrow.Array
 }
 
-// mark sets deleted[i] for every row of rec, a batch of the live rows of
-// a data file before its equality deletes, that one of the files dfs (the
-// task's equality deletes) deletes.
-func (e *equalityDeletes) mark(dfs []iceberg.DataFile, rec arrow.RecordBatch, deleted []bool) error {
-	if cap(e.applies) < len(e.ordinals)+len(dfs) {
-		e.applies = make([]bool, len(e.ordinals)+len(dfs))
-	}
-	e.applies = e.applies[:cap(e.applies)]
-	clear(e.applies)
-	var sets []*deleteSet
+// forTask reads the delete files dfs (a file scan task's equality deletes)
+// that were not read before, and returns what marks the rows they delete.
+func (e *equalityDeletes) forTask(dfs []iceberg.DataFile) (*taskDeletes, error) {
+	t := &taskDeletes{e: e}
+	var ords []int32
 	for _, df := range dfs {
-		ord, set, err := e.load(df)
+		l, err := e.load(df)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if int(ord) >= len(e.applies) {
-			e.applies = append(e.applies, make([]bool, int(ord)+1-len(e.applies))...)
-		}
-		e.applies[ord] = true
-		if !slices.Contains(sets, set) {
-			sets = append(sets, set)
+		ords = append(ords, l.ord)
+		if !slices.Contains(t.sets, l.set) {
+			t.sets = append(t.sets, l.set)
 		}
 	}
+	t.applies = make([]bool, len(e.files))
+	for _, o := range ords {
+		t.applies[o] = true
+	}
+	return t, nil
+}
+
+// mark sets deleted[i] for every row of rec, a batch of the data file's
+// live rows before its equality deletes, that an applicable file deletes.
+func (t *taskDeletes) mark(rec arrow.RecordBatch, deleted []bool) error {
 	n := int(rec.NumRows())
-	ids := e.v.fieldIDs(rec.Schema())
-	for _, set := range sets {
-		e.cols = e.cols[:0]
+	ids := t.e.v.fieldIDs(rec.Schema())
+	for _, set := range t.sets {
+		t.cols = t.cols[:0]
 		for _, id := range set.ids {
 			col := slices.Index(ids, id)
 			if col < 0 {
 				return fmt.Errorf("iceberg-go returned no column of equality field ID %d", id)
 			}
-			e.cols = append(e.cols, rec.Column(col))
+			t.cols = append(t.cols, rec.Column(col))
 		}
-		e.sums = slices.Grow(e.sums[:0], n)[:n]
-		e.v.hasher.hashRows(e.cols, e.sums)
-		for i, h := range e.sums {
-			if !deleted[i] && set.holds(h, e.applies) {
+		t.sums = slices.Grow(t.sums[:0], n)[:n]
+		t.e.v.hasher.hashRows(t.cols, t.sums)
+		for i, h := range t.sums {
+			if !deleted[i] && set.holds(h, t.applies) {
 				deleted[i] = true
 			}
 		}
@@ -187,106 +177,33 @@ func (e *equalityDeletes) mark(dfs []iceberg.DataFile, rec arrow.RecordBatch, de
 	return nil
 }
 
-// load reads a delete file the first time it is asked for.
-func (e *equalityDeletes) load(df iceberg.DataFile) (int32, *deleteSet, error) {
-	ids, err := sortedIDs(df)
-	if err != nil {
-		return 0, nil, err
+// load reads a delete file the first time it is asked for: the
+// fingerprints of its equality columns, cast to the source schema's types,
+// go into the set of its equality field IDs.
+func (e *equalityDeletes) load(df iceberg.DataFile) (loadedDeletes, error) {
+	if l, ok := e.files[df.FilePath()]; ok {
+		return l, nil
 	}
-	name := setName(ids)
+	ids := slices.Clone(df.EqualityFieldIDs())
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	name := fmt.Sprint(ids)
 	set := e.sets[name]
 	if set == nil {
 		set = &deleteSet{ids: ids, first: map[contentHash]int32{}, more: map[contentHash][]int32{}}
+		for _, id := range ids {
+			set.types = append(set.types, e.arrowTypes[id]) // handles checked they exist
+		}
 		e.sets[name] = set
 	}
-	if ord, ok := e.ordinals[df.FilePath()]; ok {
-		return ord, set, nil
-	}
-	ord := int32(len(e.ordinals))
-	if err := e.read(df, set, ord); err != nil {
-		return 0, nil, fmt.Errorf("equality delete file %s: %w", df.FilePath(), err)
-	}
-	e.ordinals[df.FilePath()] = ord
-	return ord, set, nil
-}
-
-// read fingerprints the equality columns of every row of one delete file
-// into set.
-func (e *equalityDeletes) read(df iceberg.DataFile, set *deleteSet, ord int32) error {
-	if df.FileFormat() != iceberg.ParquetFile {
-		return fmt.Errorf("verify reads Parquet delete files; this one is %s", df.FileFormat())
-	}
-	f, err := e.v.opts.Store.Open(e.v.ctx, df.FilePath())
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	pf, err := file.NewParquetReader(f)
-	if err != nil {
-		return fmt.Errorf("open parquet: %w", err)
-	}
-	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 64 << 10}, memory.DefaultAllocator)
-	if err != nil {
-		return fmt.Errorf("read parquet schema: %w", err)
-	}
-	rawSchema, err := fr.Schema()
-	if err != nil {
-		return err
-	}
-	var leaves []int
-	targets := make([]arrow.DataType, len(set.ids))
-	for i, id := range set.ids {
-		ri := slices.IndexFunc(rawSchema.Fields(), func(f arrow.Field) bool {
-			rid, ok := metaID(f)
-			return ok && rid == id
-		})
-		if ri < 0 {
-			return fmt.Errorf("no column of equality field ID %d", id)
-		}
-		if targets[i] = e.arrowTypes[id]; targets[i] == nil {
-			return fmt.Errorf("equality field ID %d is not in the source snapshot's schema", id)
-		}
-		leaves = appendLeaves(leaves, &fr.Manifest.Fields[ri])
-	}
-	rr, err := fr.GetRecordReader(e.v.ctx, leaves, nil)
-	if err != nil {
-		return err
-	}
-	defer rr.Release()
-	// The reader returns the chosen fields in file order; put them in the
-	// order of set.ids.
-	order := make([]int, len(set.ids))
-	var sums []contentHash
-	cols := make([]arrow.Array, len(set.ids))
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		if rec.NumCols() != int64(len(set.ids)) {
-			return fmt.Errorf("read %d columns for %d equality fields", rec.NumCols(), len(set.ids))
-		}
-		for c, f := range rec.Schema().Fields() {
-			id, _ := metaID(f)
-			order[slices.Index(set.ids, id)] = c
-		}
-		for i := range cols {
-			if cols[i], err = castLike(rec.Column(order[i]), targets[i]); err != nil {
-				releaseAll(cols[:i])
-				return fmt.Errorf("equality field ID %d: %w", set.ids[i], err)
-			}
-		}
-		n := int(rec.NumRows())
-		sums = slices.Grow(sums[:0], n)[:n]
-		e.v.hasher.hashRows(cols, sums)
-		releaseAll(cols)
+	l := loadedDeletes{ord: int32(len(e.files)), set: set}
+	if _, err := e.v.hashColumns(df.FilePath(), set.ids, set.types, true, 64<<10, func(sums []contentHash) {
 		for _, h := range sums {
-			set.add(h, ord)
+			set.add(h, l.ord)
 		}
+	}); err != nil {
+		return l, fmt.Errorf("equality delete file %s: %w", df.FilePath(), err)
 	}
-	return rr.Err()
-}
-
-func releaseAll(cols []arrow.Array) {
-	for _, c := range cols {
-		c.Release()
-	}
+	e.files[df.FilePath()] = l
+	return l, nil
 }

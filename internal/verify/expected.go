@@ -11,7 +11,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -57,9 +56,13 @@ func (v *verifier) expected(out *extsort.Sorter) error {
 func (v *verifier) expectedFile(scan, lineage *table.Scan, eq *equalityDeletes, task table.FileScanTask, s *entryScratch, out *extsort.Sorter) error {
 	// The task's equality deletes are applied here, after iceberg-go has
 	// read the rows and applied the other deletes (see equalityDeletes).
-	var eqFiles []iceberg.DataFile
+	var deletes *taskDeletes
 	if len(task.EqualityDeleteFiles) > 0 && eq.handles(task.EqualityDeleteFiles) {
-		eqFiles, task.EqualityDeleteFiles = task.EqualityDeleteFiles, nil
+		var err error
+		if deletes, err = eq.forTask(task.EqualityDeleteFiles); err != nil {
+			return err
+		}
+		task.EqualityDeleteFiles = nil
 	}
 	var loc *locator // nil when the index stores no positions
 	if v.posPos >= 0 {
@@ -85,8 +88,8 @@ func (v *verifier) expectedFile(scan, lineage *table.Scan, eq *equalityDeletes, 
 		}
 		s.deleted = slices.Grow(s.deleted[:0], int(rec.NumRows()))[:rec.NumRows()]
 		clear(s.deleted)
-		if len(eqFiles) > 0 {
-			err = eq.mark(eqFiles, rec, s.deleted)
+		if deletes != nil {
+			err = deletes.mark(rec, s.deleted)
 		}
 		if err == nil {
 			err = v.expectedBatch(rec, path, loc, s, out)

@@ -69,7 +69,7 @@ func (l *locator) positions(rec arrow.RecordBatch, dst []int64) ([]int64, error)
 	}
 	if l.raw == nil {
 		var err error
-		if l.raw, l.liveCols, err = l.v.rawHashes(l.task.File.FilePath(), rec.Schema()); err != nil {
+		if l.raw, l.liveCols, err = l.v.rawHashes(l.task.File.FilePath(), l.task.File.Count(), rec.Schema()); err != nil {
 			return nil, err
 		}
 	}
@@ -207,75 +207,94 @@ func (l *locator) finish() error {
 // rawHashes reads every row of a data file, as stored, and fingerprints the
 // columns that the live rows also have (matched by field ID), converted to
 // the live rows' types.
-func (v *verifier) rawHashes(path string, liveSchema *arrow.Schema) (hashes []contentHash, liveCols []int, err error) {
+// rows, the file's record count, sizes the result.
+func (v *verifier) rawHashes(path string, rows int64, liveSchema *arrow.Schema) (hashes []contentHash, liveCols []int, err error) {
+	liveIDs := v.fieldIDs(liveSchema)
+	types := make([]arrow.DataType, len(liveIDs))
+	for i := range types {
+		types[i] = liveSchema.Field(i).Type
+	}
+	hashes = make([]contentHash, 0, rows)
+	liveCols, err = v.hashColumns(path, liveIDs, types, false, 8192, func(sums []contentHash) {
+		hashes = append(hashes, sums...)
+	})
+	return hashes, liveCols, err
+}
+
+// hashColumns reads the Parquet file at path, as stored, and calls each
+// with the fingerprints of each batch of its rows over the columns of
+// field IDs ids that the file holds (matched by field ID, in the order of
+// ids), each cast to types[i] first. It returns the indices into ids of the
+// columns the file holds; with all, a column the file lacks is an error.
+// sums is valid only during the call.
+func (v *verifier) hashColumns(path string, ids []int, types []arrow.DataType, all bool, batchRows int, each func(sums []contentHash)) (held []int, err error) {
 	f, err := v.opts.Store.Open(v.ctx, path)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	pf, err := file.NewParquetReader(f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open parquet: %w", err)
+		return nil, fmt.Errorf("open parquet: %w", err)
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 8192}, memory.DefaultAllocator)
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: int64(batchRows)}, memory.DefaultAllocator)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read parquet schema: %w", err)
+		return nil, fmt.Errorf("read parquet schema: %w", err)
 	}
 	rawSchema, err := fr.Schema()
 	if err != nil {
-		return nil, nil, err
-	}
-	// live column index -> raw column index
-	liveIDs := v.fieldIDs(liveSchema)
-	var rawCols []int
-	for li, id := range liveIDs {
-		for ri, rf := range rawSchema.Fields() {
-			if rid, ok := metaID(rf); ok && rid == id && id >= 0 {
-				rawCols = append(rawCols, ri)
-				liveCols = append(liveCols, li)
-			}
-		}
+		return nil, err
 	}
 	// The reader takes Parquet leaf columns, not top-level fields: a struct,
 	// list or map field spans several leaves. Asking for every leaf of the
 	// chosen fields yields exactly those fields, in the order given.
 	var leaves []int
-	for _, ri := range rawCols {
+	for i, id := range ids {
+		ri := slices.IndexFunc(rawSchema.Fields(), func(rf arrow.Field) bool {
+			rid, ok := metaID(rf)
+			return ok && rid == id && id >= 0
+		})
+		if ri < 0 {
+			if all {
+				return nil, fmt.Errorf("no column of field ID %d", id)
+			}
+			continue
+		}
+		held = append(held, i)
 		leaves = appendLeaves(leaves, &fr.Manifest.Fields[ri])
 	}
 	rr, err := fr.GetRecordReader(v.ctx, leaves, nil)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rr.Release()
-	hashes = make([]contentHash, 0, pf.NumRows())
-	cols := make([]arrow.Array, 0, len(liveCols))
+	var sums []contentHash
+	cols := make([]arrow.Array, len(held))
 	for rr.Next() {
 		rec := rr.RecordBatch()
-		cols = cols[:0]
-		release := func() {
-			for _, c := range cols {
-				c.Release()
+		for c, i := range held {
+			if cols[c], err = castLike(rec.Column(c), types[i]); err != nil {
+				releaseAll(cols[:c])
+				return nil, fmt.Errorf("column of field ID %d: %w", ids[i], err)
 			}
 		}
-		for i := range liveCols {
-			c, err := castLike(rec.Column(i), liveSchema.Field(liveCols[i]).Type)
-			if err != nil {
-				release()
-				return nil, nil, fmt.Errorf("column %s: %w", liveSchema.Field(liveCols[i]).Name, err)
-			}
-			cols = append(cols, c)
-		}
-		start := len(hashes)
-		hashes = slices.Grow(hashes, int(rec.NumRows()))[:start+int(rec.NumRows())]
-		v.hasher.hashRows(cols, hashes[start:])
-		release()
+		n := int(rec.NumRows())
+		sums = slices.Grow(sums[:0], n)[:n]
+		v.hasher.hashRows(cols, sums)
+		releaseAll(cols)
+		each(sums)
 	}
 	if err := rr.Err(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return hashes, liveCols, nil
+	return held, nil
+}
+
+func releaseAll(cols []arrow.Array) {
+	for _, c := range cols {
+		c.Release()
+	}
 }
 
 func pick(cols []arrow.Array, idx []int) []arrow.Array {
