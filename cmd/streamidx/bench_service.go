@@ -274,19 +274,11 @@ func (bg *background) exited() (bool, error) {
 // peakRSS is the child's peak resident memory so far, in bytes, or 0 when
 // the system does not say.
 func (bg *background) peakRSS() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", bg.cmd.Process.Pid))
+	n, err := vmHWM(fmt.Sprintf("/proc/%d/status", bg.cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kib, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err == nil {
-				return kib << 10
-			}
-		}
-	}
-	return 0
+	return n
 }
 
 // stop ends the child with SIGTERM, as an operator would, and waits for it.

@@ -225,6 +225,14 @@ func (b *bench) child(ctx context.Context, dir string, args ...string) (childRun
 	}
 	cmd := exec.CommandContext(ctx, exe, append(childArgs(b, dir), args...)...)
 	cmd.Dir = dir
+	rssFile, err := os.CreateTemp("", "streamidx-peak-rss-*")
+	if err != nil {
+		return childRun{}, err
+	}
+	rssPath := rssFile.Name()
+	rssFile.Close()
+	defer os.Remove(rssPath)
+	cmd.Env = append(os.Environ(), peakRSSEnv+"="+rssPath)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
@@ -234,8 +242,12 @@ func (b *bench) child(ctx context.Context, dir string, args ...string) (childRun
 		return r, fmt.Errorf("streamidx %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.maxRSS = ru.Maxrss << 10 // KiB on Linux
 		r.cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	// Not ru.Maxrss: on Linux it is never below this process's resident
+	// memory when the child started (see peakrss.go).
+	if r.maxRSS, err = readPeakRSS(rssPath); err != nil {
+		return r, fmt.Errorf("streamidx %s: %w", strings.Join(args, " "), err)
 	}
 	return r, nil
 }

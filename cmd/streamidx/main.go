@@ -117,6 +117,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 			}
 		}()
 	}
+	if path := profilePath(peakRSSEnv); path != "" {
+		// For measuring: this process's own peak resident memory, which a
+		// parent cannot learn from wait4 (see peakrss.go).
+		defer func() {
+			if err := writePeakRSS(path); err != nil {
+				fmt.Fprintf(stderr, "streamidx %s: write the peak RSS: %v\n", c.name, err)
+			}
+		}()
+	}
 	code, err := c.run(ctx, g, fs, args[1:], stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return exitOK
