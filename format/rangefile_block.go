@@ -25,6 +25,13 @@ type Block struct {
 	layout
 	rec arrow.RecordBatch
 	col map[int]int // field ID to column of rec
+	// dicts holds, per column of rec, the dictionary of a dictionary-
+	// encoded column (nil for the others).
+	dicts []arrow.Array
+	// ascendingInt64s holds, by field ID, the values of the columns of
+	// longs that SeekInts can search as they are (see
+	// ascendingInt64Columns).
+	ascendingInt64s map[int][]int64
 	// bytes is the size of the block's buffers.
 	bytes int64
 	// ordered caches, per field, whether its values ascend down the block.
@@ -112,12 +119,18 @@ func (r *RangeFileReader) ReadBlock(ctx context.Context, rowGroup int, first, n 
 	if err != nil {
 		return nil, r.failure("read", err)
 	}
-	b := &Block{layout: r.layout, rec: rec, col: map[int]int{}}
+	b := &Block{layout: r.layout, rec: rec, col: map[int]int{}, dicts: make([]arrow.Array, rec.NumCols())}
 	for i, f := range rec.Schema().Fields() {
 		id, _ := arrowFieldID(f)
 		b.col[id] = i
 		b.bytes += int64(rec.Column(i).Data().SizeInBytes())
+		if d, ok := rec.Column(i).(*array.Dictionary); ok {
+			// Made here, once: Dictionary() builds the array on first
+			// use, which concurrent readers must not race on.
+			b.dicts[i] = d.Dictionary()
+		}
 	}
+	b.ascendingInt64s = b.ascendingInt64Columns()
 	return b, nil
 }
 
@@ -165,44 +178,74 @@ func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.R
 	if err != nil {
 		return nil, err
 	}
+	for i, r := range rows {
+		if r < 0 || r >= b.NumRows() || (i > 0 && r <= rows[i-1]) {
+			return nil, fmt.Errorf("read range file %s: rows of a block of %d must ascend; row %d is %d", b.name, b.NumRows(), i, r)
+		}
+	}
+	if n := len(rows); rows == nil || n == 0 || rows[n-1]-rows[0] == int64(n-1) {
+		// One run of rows, as a point lookup finds (or all of them).
+		first, count := int64(0), b.NumRows()
+		if rows != nil {
+			first, count = 0, int64(n)
+			if n > 0 {
+				first = rows[0]
+			}
+		}
+		return b.run(ctx, p, first, count)
+	}
 	picked := make([]arrow.Array, len(p.cols))
 	for i, j := range p.at {
 		picked[i] = b.rec.Column(j)
 	}
 	rec := array.NewRecordBatch(p.in, picked, b.rec.NumRows())
 	defer rec.Release()
-	if rows != nil {
-		for i, r := range rows {
-			if r < 0 || r >= b.NumRows() || (i > 0 && r <= rows[i-1]) {
-				return nil, fmt.Errorf("read range file %s: rows of a block of %d must ascend; row %d is %d", b.name, b.NumRows(), i, r)
-			}
-		}
-		if n := len(rows); n == 0 || rows[n-1]-rows[0] == int64(n-1) {
-			// One run of rows, as a point lookup finds: a slice of the
-			// block's buffers, no copy.
-			var first int64
-			if n > 0 {
-				first = rows[0]
-			}
-			rec = rec.NewSlice(first, first+int64(n))
-			defer rec.Release()
-		} else {
-			ib := array.NewInt64Builder(compute.GetAllocator(ctx))
-			ib.AppendValues(rows, nil)
-			idx := ib.NewArray()
-			ib.Release()
-			defer idx.Release()
-			recDatum, idxDatum := compute.NewDatum(rec), compute.NewDatum(idx)
-			defer recDatum.Release()
-			defer idxDatum.Release()
-			taken, err := compute.Take(ctx, *compute.DefaultTakeOptions(), recDatum, idxDatum)
-			if err != nil {
-				return nil, fmt.Errorf("read range file %s: pick rows: %w", b.name, err)
-			}
-			defer taken.Release()
-			rec = taken.(*compute.RecordDatum).Value
-		}
+	ib := array.NewInt64Builder(compute.GetAllocator(ctx))
+	ib.AppendValues(rows, nil)
+	idx := ib.NewArray()
+	ib.Release()
+	defer idx.Release()
+	recDatum, idxDatum := compute.NewDatum(rec), compute.NewDatum(idx)
+	defer recDatum.Release()
+	defer idxDatum.Release()
+	taken, err := compute.Take(ctx, *compute.DefaultTakeOptions(), recDatum, idxDatum)
+	if err != nil {
+		return nil, fmt.Errorf("read range file %s: pick rows: %w", b.name, err)
 	}
+	defer taken.Release()
+	rec = taken.(*compute.RecordDatum).Value
 	// The columns are in the order of p.cols already.
 	return b.convertColumns(ctx, rec.Columns(), rec.NumRows(), p.out, p.cols)
+}
+
+// run returns rows [first, first+n) of the projection p: slices of the
+// block's buffers where the type is the one readers get, and strings and
+// binary values unpacked from the dictionary for just those rows.
+func (b *Block) run(ctx context.Context, p *blockProjection, first, n int64) (arrow.RecordBatch, error) {
+	mem := compute.GetAllocator(ctx)
+	arrs := make([]arrow.Array, len(p.cols))
+	defer func() {
+		for _, a := range arrs {
+			if a != nil {
+				a.Release()
+			}
+		}
+	}()
+	for i, c := range p.cols {
+		j := p.at[i]
+		col, want := b.rec.Column(j), c.want.Type
+		if d, ok := col.(*array.Dictionary); ok && b.dicts[j] != nil && arrow.TypeEqual(b.dicts[j].DataType(), want) {
+			if arrs[i] = unpackRun(mem, d, b.dicts[j], int(first), int(n)); arrs[i] != nil {
+				continue
+			}
+		}
+		part := array.NewSlice(col, first, first+n)
+		a, err := convertArray(ctx, part, want)
+		part.Release()
+		if err != nil {
+			return nil, &CorruptFileError{Path: b.name, Err: fmt.Errorf("column for field %d: %w", c.field.ID, err)}
+		}
+		arrs[i] = a
+	}
+	return array.NewRecordBatch(p.out, arrs, n), nil
 }

@@ -47,6 +47,8 @@ func TestRangeFileBlocks(t *testing.T) {
 		{1, 40, 100, []int64{3, 50, 99}, []int{rfPosID, 1}},
 		{2, 0, 100, nil, nil},
 		{1, 249, 1, nil, []int{1}},
+		{1, 40, 100, []int64{20, 21, 22, 23}, nil}, // a run inside the block
+		{0, 0, 250, []int64{248, 249}, []int{rfPosID, 1}},
 	} {
 		b, err := r.ReadBlock(ctx, tc.group, tc.first, tc.n)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -492,35 +493,69 @@ func convertArray(ctx context.Context, arr arrow.Array, want arrow.DataType) (ar
 // of a row or a few: through a compute kernel, finding the kernel and
 // setting up its execution cost more than the copy.
 func unpackBinary(mem memory.Allocator, d *array.Dictionary) arrow.Array {
-	switch dict := d.Dictionary().(type) {
-	case *array.String:
-		return unpackValues(d, dict, array.NewStringBuilder(mem))
-	case *array.Binary:
-		return unpackValues(d, dict, array.NewBinaryBuilder(mem, arrow.BinaryTypes.Binary))
-	}
-	return nil
+	return unpackRun(mem, d, d.Dictionary(), 0, d.Len())
 }
 
-// unpackValues appends the value of each index of d, dict's, to b and
-// returns the array built.
-func unpackValues[V any](d *array.Dictionary, dict interface {
-	IsNull(int) bool
-	Value(int) V
-}, b interface {
-	array.Builder
-	Append(V)
-}) arrow.Array {
-	defer b.Release()
-	n := d.Len()
-	b.Reserve(n)
-	for i := range n {
+// unpackRun returns rows [from, from+n) of d, whose dictionary of strings
+// or binary values is dict, as plain values in buffers of just their size,
+// allocated with mem; nil for other value types. dict is passed in so that
+// a reader that keeps d (a Block) gets it once, not as a new array per call.
+func unpackRun(mem memory.Allocator, d *array.Dictionary, dict arrow.Array, from, n int) arrow.Array {
+	var valueLen func(j int) int
+	var put func(dst []byte, j int) int
+	switch v := dict.(type) {
+	case *array.String:
+		valueLen, put = v.ValueLen, func(dst []byte, j int) int { return copy(dst, v.Value(j)) }
+	case *array.Binary:
+		valueLen, put = v.ValueLen, func(dst []byte, j int) int { return copy(dst, v.Value(j)) }
+	default:
+		return nil
+	}
+	size, nulls := 0, 0
+	for i := from; i < from+n; i++ {
 		if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
-			b.AppendNull()
+			nulls++
 		} else {
-			b.Append(dict.Value(d.GetValueIndex(i)))
+			size += valueLen(d.GetValueIndex(i))
 		}
 	}
-	return b.NewArray()
+	if int64(size) > math.MaxInt32 {
+		return nil // beyond 32-bit offsets: left to the cast kernel, which says so
+	}
+	offsets := memory.NewResizableBuffer(mem)
+	offsets.Resize(arrow.Int32Traits.BytesRequired(n + 1))
+	offs := arrow.Int32Traits.CastFromBytes(offsets.Bytes())
+	data := memory.NewResizableBuffer(mem)
+	data.Resize(size)
+	var valid *memory.Buffer
+	var bits []byte
+	if nulls > 0 {
+		valid = memory.NewResizableBuffer(mem)
+		valid.Resize(int(bitutil.BytesForBits(int64(n))))
+		bits = valid.Bytes()
+		clear(bits)
+	}
+	at := 0
+	for k := range n {
+		offs[k] = int32(at)
+		i := from + k
+		if d.IsNull(i) || dict.IsNull(d.GetValueIndex(i)) {
+			continue
+		}
+		at += put(data.Bytes()[at:], d.GetValueIndex(i))
+		if bits != nil {
+			bitutil.SetBit(bits, k)
+		}
+	}
+	offs[n] = int32(at)
+	ad := array.NewData(dict.DataType(), n, []*memory.Buffer{valid, offsets, data}, nil, nulls, 0)
+	defer ad.Release()
+	for _, b := range []*memory.Buffer{valid, offsets, data} {
+		if b != nil {
+			b.Release()
+		}
+	}
+	return array.MakeFromData(ad)
 }
 
 // Close releases the file. It does not close the reader given to

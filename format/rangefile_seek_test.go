@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
@@ -148,4 +152,46 @@ func TestBlockSeek(t *testing.T) {
 			t.Errorf("SeekInts on a key out of order = %v, true; want a refusal", got)
 		}
 	})
+}
+
+// TestSeekInt64sMatchesSeek: the slice search of an ascending column of
+// longs finds the same rows as the general search, duplicates, interval
+// ends at the extremes of int64 and intervals outside the block included.
+func TestSeekInt64sMatchesSeek(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for trial := range 300 {
+		n := rng.IntN(40)
+		v := make([]int64, n)
+		at := int64(rng.IntN(20)) - 10
+		if trial%10 == 0 {
+			at = math.MaxInt64 - 30
+		}
+		for i := range v {
+			v[i] = at
+			at += int64(rng.IntN(3))
+		}
+		var lo, hi []int64
+		for x := int64(-15); len(lo) < 4; {
+			a := x + int64(rng.IntN(6))
+			z := a + int64(rng.IntN(5))
+			if trial%10 == 0 {
+				a, z = math.MaxInt64-int64(rng.IntN(40)), math.MaxInt64
+			}
+			if len(hi) > 0 && a <= hi[len(hi)-1] {
+				break
+			}
+			lo, hi = append(lo, a), append(hi, z)
+			x = z + 1
+		}
+		ib := array.NewInt64Builder(memory.DefaultAllocator)
+		ib.AppendValues(v, nil)
+		col := ib.NewArray()
+		ib.Release()
+		b := &Block{rec: array.NewRecordBatch(arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil), []arrow.Array{col}, int64(n))}
+		col.Release()
+		want, _ := seek(b, 1, func(i int) int64 { return v[i] }, lo, hi)
+		if got := seekInt64s(v, lo, hi); !slices.Equal(got, want) {
+			t.Fatalf("values %v, intervals %v-%v: slice search %v, general %v", v, lo, hi, got, want)
+		}
+	}
 }

@@ -46,6 +46,24 @@ func TestUnpackBinaryMatchesCast(t *testing.T) {
 		}
 		got.Release()
 		want.Release()
+		// Every run of rows, unpacked from the dictionary of the whole
+		// array, as a Block unpacks the rows it is asked for.
+		for from := 0; from <= d.Len(); from++ {
+			for n := 0; from+n <= d.Len(); n++ {
+				part := array.NewSlice(d, int64(from), int64(from+n))
+				want, err := compute.CastArray(compute.WithAllocator(context.Background(), mem), part, compute.SafeCastOptions(vt))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := unpackRun(mem, d, d.Dictionary(), from, n)
+				if !array.Equal(got, want) {
+					t.Errorf("%s rows [%d, %d): unpacked %v, cast gives %v", vt, from, from+n, got, want)
+				}
+				got.Release()
+				want.Release()
+				part.Release()
+			}
+		}
 		d.Release()
 	}
 }
