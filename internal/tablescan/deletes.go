@@ -380,11 +380,11 @@ func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, ro
 	out := make([]*EqualityDeletes, 0, len(order))
 	for _, k := range order {
 		members := byFields[k]
-		keys := 0
-		for _, i := range members {
-			keys += sets[i].Len()
+		memberSets := make([]*EqualityDeletes, len(members))
+		for j, i := range members {
+			memberSets[j] = sets[i]
 		}
-		if len(members) < 2 || rows*int64(len(members)) <= int64(keys) {
+		if !mergeWorth(memberSets, rows) {
 			for _, i := range members {
 				out = append(out, sets[i])
 			}
@@ -400,7 +400,7 @@ func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, ro
 		m, ok := ix.merged[name.String()]
 		ix.mu.Unlock()
 		if !ok {
-			m = newEqualityDeletesSized(sets[members[0]].FieldIDs, keys)
+			m = newEqualityDeletesOf(sets[members[0]].FieldIDs)
 			for _, i := range members {
 				m.union(sets[i])
 			}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -25,10 +26,13 @@ type EqualityDeletes struct {
 	FieldIDs []int
 	// The tuples, by their key bytes (appendRowKey): those of one integer
 	// (a tag and 8 big-endian bytes, the usual equality key of an upsert
-	// table) as that integer in ints, which takes less memory than a string
-	// key (no string header, no allocation of its bytes) and hashes faster;
-	// all others in keys.
-	ints map[uint64]struct{}
+	// table) as that integer in ints, a compressed bitmap: the keys of an
+	// upsert table crowd together (ids handed out in order), so its
+	// containers are few and dense, a lookup stays in the processor's
+	// caches where a hash map of the same keys is a miss to memory per
+	// row, and merging the sets of many delete files is a union of
+	// containers, not one insert per key; all other tuples in keys.
+	ints *roaring64.Bitmap
 	keys map[string]struct{}
 }
 
@@ -43,7 +47,7 @@ func intKey(key []byte) (uint64, bool) {
 // add puts the tuple of key bytes key into the set.
 func (e *EqualityDeletes) add(key []byte) {
 	if v, ok := intKey(key); ok {
-		e.ints[v] = struct{}{}
+		e.ints.Add(v)
 	} else {
 		e.keys[string(key)] = struct{}{}
 	}
@@ -51,18 +55,31 @@ func (e *EqualityDeletes) add(key []byte) {
 
 // union adds every tuple of o to e.
 func (e *EqualityDeletes) union(o *EqualityDeletes) {
-	for v := range o.ints {
-		e.ints[v] = struct{}{}
-	}
+	e.ints.Or(o.ints)
 	for k := range o.keys {
 		e.keys[k] = struct{}{}
 	}
 }
 
-// newEqualityDeletesSized is an empty set over the sorted field IDs ids, with
-// room for n tuples.
-func newEqualityDeletesSized(ids []int, n int) *EqualityDeletes {
-	return &EqualityDeletes{FieldIDs: ids, ints: make(map[uint64]struct{}, n), keys: map[string]struct{}{}}
+// mergeWorth reports whether merging sets into one pays for a data file of
+// rows rows: testing each row against every set costs a lookup per row and
+// set; the merge costs an insert per tuple held as bytes, and a union per
+// container of the integer ones, counted as a sixteenth of a lookup per
+// integer.
+func mergeWorth(sets []*EqualityDeletes, rows int64) bool {
+	if len(sets) < 2 {
+		return false
+	}
+	var cost int64
+	for _, set := range sets {
+		cost += int64(set.ints.GetCardinality())/16 + int64(len(set.keys))
+	}
+	return rows*int64(len(sets)) > cost
+}
+
+// newEqualityDeletesOf is an empty set over the sorted field IDs ids.
+func newEqualityDeletesOf(ids []int) *EqualityDeletes {
+	return &EqualityDeletes{FieldIDs: ids, ints: roaring64.New(), keys: map[string]struct{}{}}
 }
 
 // NewEqualityDeletes returns an empty set over the equality fields ids. The
@@ -71,7 +88,7 @@ func newEqualityDeletesSized(ids []int, n int) *EqualityDeletes {
 func NewEqualityDeletes(ids []int) *EqualityDeletes {
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
-	return newEqualityDeletesSized(sorted, 0)
+	return newEqualityDeletesOf(sorted)
 }
 
 // Add puts a tuple into the set: the canonical Go values (see format.Key)
@@ -90,8 +107,7 @@ func (e *EqualityDeletes) Add(tuple format.Key) error {
 func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
 	if len(tuple) == 1 {
 		if v, ok := tuple[0].(int64); ok { // the key of a one-long tuple, without encoding it
-			_, ok = e.ints[uint64(v)]
-			return ok, nil
+			return e.ints.Contains(uint64(v)), nil
 		}
 	}
 	var buf [64]byte // most tuples fit: no allocation per call
@@ -103,11 +119,11 @@ func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
 }
 
 // Len is the number of distinct deleted tuples.
-func (e *EqualityDeletes) Len() int { return len(e.ints) + len(e.keys) }
+func (e *EqualityDeletes) Len() int { return int(e.ints.GetCardinality()) + len(e.keys) }
 
 // Bytes estimates the memory the set holds.
 func (e *EqualityDeletes) Bytes() int64 {
-	n := int64(len(e.ints)) * 12 // the map's share of a slot
+	n := int64(e.ints.GetSizeInBytes())
 	for k := range e.keys {
 		n += int64(len(k)) + 48 // the string header and the map's share
 	}
@@ -116,8 +132,7 @@ func (e *EqualityDeletes) Bytes() int64 {
 
 func (e *EqualityDeletes) containsKey(key []byte) bool {
 	if v, ok := intKey(key); ok {
-		_, ok = e.ints[v]
-		return ok
+		return e.ints.Contains(v)
 	}
 	_, ok := e.keys[string(key)]
 	return ok

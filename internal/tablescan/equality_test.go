@@ -1,6 +1,7 @@
 package tablescan
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -29,6 +30,9 @@ func TestEqualityDeletesMatching(t *testing.T) {
 		{"null is not zero", format.Key{nil}, format.Key{int64(0)}, false},
 		{"same long", format.Key{int64(7)}, format.Key{int64(7)}, true},
 		{"other long", format.Key{int64(7)}, format.Key{int64(8)}, false},
+		{"negative long", format.Key{int64(-1)}, format.Key{int64(-1)}, true},
+		{"-1 is not the largest long", format.Key{int64(-1)}, format.Key{int64(math.MaxInt64)}, false},
+		{"smallest long", format.Key{int64(math.MinInt64)}, format.Key{int64(math.MinInt64)}, true},
 		{"string boundaries are kept", format.Key{"ab", "c"}, format.Key{"a", "bc"}, false},
 		{"same pair", format.Key{"ab", int32(1)}, format.Key{"ab", int32(1)}, true},
 		{"null in a pair", format.Key{nil, int32(1)}, format.Key{nil, int32(1)}, true},
@@ -143,5 +147,50 @@ func TestPartitionKey(t *testing.T) {
 		if p[0] == p[1] {
 			t.Errorf("two partitions share the key %q", p[0])
 		}
+	}
+}
+
+// TestEqualityDeletesUnionAndMerge: a union of sets holds every tuple of
+// each, integer keys and others; the sets that apply to a data file are
+// merged when its rows outnumber what the merge costs: one set per upsert
+// commit of integer keys merges for a file of as many rows as a commit
+// deletes, sets of string tuples do not.
+func TestEqualityDeletesUnionAndMerge(t *testing.T) {
+	var ints, strs []*EqualityDeletes
+	for c := range 3 {
+		is, ss := NewEqualityDeletes([]int{1}), NewEqualityDeletes([]int{2})
+		for k := range 1000 {
+			if err := is.Add(format.Key{int64(c*1000 + k - 1500)}); err != nil {
+				t.Fatal(err)
+			}
+			if err := ss.Add(format.Key{fmt.Sprint(c*1000 + k)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ints, strs = append(ints, is), append(strs, ss)
+	}
+	merged := NewEqualityDeletes([]int{1})
+	for _, set := range ints {
+		merged.union(set)
+	}
+	if merged.Len() != 3000 {
+		t.Errorf("union of three sets of 1000 distinct longs holds %d", merged.Len())
+	}
+	for _, k := range []int64{-1500, -1, 0, 1499} {
+		if ok, _ := merged.Contains(format.Key{k}); !ok {
+			t.Errorf("union lost %d", k)
+		}
+	}
+	if ok, _ := merged.Contains(format.Key{int64(1500)}); ok {
+		t.Error("union holds 1500, which no set held")
+	}
+	if !mergeWorth(ints, 1000) {
+		t.Error("three sets of 1000 longs, a data file of 1000 rows: not merged")
+	}
+	if mergeWorth(strs, 1000) {
+		t.Error("three sets of 1000 strings, a data file of 1000 rows: merged, which costs more than it saves")
+	}
+	if mergeWorth(ints[:1], 1<<20) {
+		t.Error("a lone set merged")
 	}
 }

@@ -334,9 +334,9 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 
 // groupEquality groups the equality delete sets of a data file of rows
 // rows by their fields. The sets of a group are merged into one when
-// testing every row against each set would cost more lookups than the
-// merge costs inserts: a CDC table's oldest file meets every upsert's
-// delete, and one lookup per row beats one per row and delete file.
+// testing every row against each set would cost more than the merge (see
+// mergeWorth): a CDC table's oldest file meets every upsert's delete, and
+// one lookup per row beats one per row and delete file.
 func groupEquality(sets []*EqualityDeletes, colOf map[int]int, rows int64) []eqGroup {
 	var groups []eqGroup
 	byFields := map[string]int{}
@@ -355,11 +355,7 @@ func groupEquality(sets []*EqualityDeletes, colOf map[int]int, rows int64) []eqG
 		groups[i].sets = append(groups[i].sets, set)
 	}
 	for i, g := range groups {
-		keys := 0
-		for _, set := range g.sets {
-			keys += set.Len()
-		}
-		if len(g.sets) > 1 && rows*int64(len(g.sets)) > int64(keys) {
+		if mergeWorth(g.sets, rows) {
 			merged := NewEqualityDeletes(g.sets[0].FieldIDs)
 			for _, set := range g.sets {
 				merged.union(set)
