@@ -400,10 +400,7 @@ func (ix *DeleteIndex) mergeEquality(sets []*EqualityDeletes, paths []string, ro
 		m, ok := ix.merged[name.String()]
 		ix.mu.Unlock()
 		if !ok {
-			m = newEqualityDeletesOf(sets[members[0]].FieldIDs)
-			for _, i := range members {
-				m.union(sets[i])
-			}
+			m = mergeSets(memberSets)
 			ix.mu.Lock()
 			if _, ok := ix.merged[name.String()]; !ok {
 				if len(ix.mergedKeys) == mergedSets {

@@ -53,12 +53,22 @@ func (e *EqualityDeletes) add(key []byte) {
 	}
 }
 
-// union adds every tuple of o to e.
-func (e *EqualityDeletes) union(o *EqualityDeletes) {
-	e.ints.Or(o.ints)
-	for k := range o.keys {
-		e.keys[k] = struct{}{}
+// mergeSets returns one set holding every tuple of sets, which share their
+// field IDs: the integer keys in one pass over the bitmaps' containers.
+func mergeSets(sets []*EqualityDeletes) *EqualityDeletes {
+	bitmaps := make([]*roaring64.Bitmap, len(sets))
+	n := 0
+	for i, set := range sets {
+		bitmaps[i] = set.ints
+		n += len(set.keys)
 	}
+	out := &EqualityDeletes{FieldIDs: sets[0].FieldIDs, ints: roaring64.FastOr(bitmaps...), keys: make(map[string]struct{}, n)}
+	for _, set := range sets {
+		for k := range set.keys {
+			out.keys[k] = struct{}{}
+		}
+	}
+	return out
 }
 
 // mergeWorth reports whether merging sets into one pays for a data file of
@@ -77,18 +87,13 @@ func mergeWorth(sets []*EqualityDeletes, rows int64) bool {
 	return rows*int64(len(sets)) > cost
 }
 
-// newEqualityDeletesOf is an empty set over the sorted field IDs ids.
-func newEqualityDeletesOf(ids []int) *EqualityDeletes {
-	return &EqualityDeletes{FieldIDs: ids, ints: roaring64.New(), keys: map[string]struct{}{}}
-}
-
 // NewEqualityDeletes returns an empty set over the equality fields ids. The
 // order of ids does not matter: delete files that list the same fields in a
 // different order describe the same tuples.
 func NewEqualityDeletes(ids []int) *EqualityDeletes {
 	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
-	return newEqualityDeletesOf(sorted)
+	return &EqualityDeletes{FieldIDs: sorted, ints: roaring64.New(), keys: map[string]struct{}{}}
 }
 
 // Add puts a tuple into the set: the canonical Go values (see format.Key)

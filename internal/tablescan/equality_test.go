@@ -169,10 +169,7 @@ func TestEqualityDeletesUnionAndMerge(t *testing.T) {
 		}
 		ints, strs = append(ints, is), append(strs, ss)
 	}
-	merged := NewEqualityDeletes([]int{1})
-	for _, set := range ints {
-		merged.union(set)
-	}
+	merged := mergeSets(ints)
 	if merged.Len() != 3000 {
 		t.Errorf("union of three sets of 1000 distinct longs holds %d", merged.Len())
 	}

@@ -356,11 +356,7 @@ func groupEquality(sets []*EqualityDeletes, colOf map[int]int, rows int64) []eqG
 	}
 	for i, g := range groups {
 		if mergeWorth(g.sets, rows) {
-			merged := NewEqualityDeletes(g.sets[0].FieldIDs)
-			for _, set := range g.sets {
-				merged.union(set)
-			}
-			groups[i].sets = []*EqualityDeletes{merged}
+			groups[i].sets = []*EqualityDeletes{mergeSets(g.sets)}
 		}
 	}
 	return groups
