@@ -336,12 +336,33 @@ type entryBatcher struct {
 	isFile []bool
 	ranks  []uint32
 	pool   *bufferPool // of the _file columns
+	// fields are the builders of b by entry position, nil for _file fields,
+	// whose ranks takeRank collects.
+	fields   []array.Builder
+	takeRank func(field int, v []byte) error
 }
 
 func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocator, pool *bufferPool) *entryBatcher {
 	b := &entryBatcher{enc: enc, schema: schema, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields()), pool: pool}
 	for _, p := range enc.filePos {
 		b.isFile[p] = true
+	}
+	b.fields = make([]array.Builder, schema.NumFields())
+	for i := range b.fields {
+		if !b.isFile[i] {
+			b.fields[i] = b.b.Field(i)
+		}
+	}
+	b.takeRank = func(field int, v []byte) error {
+		if field != enc.filePos[0] {
+			return nil // every _file field holds the same rank
+		}
+		r, err := enc.rank(v)
+		if err != nil {
+			return err
+		}
+		b.ranks = append(b.ranks, r)
+		return nil
 	}
 	return b
 }
@@ -351,26 +372,12 @@ func (b *entryBatcher) decode(c *valueChunk) (arrow.RecordBatch, error) {
 	b.ranks = b.ranks[:0]
 	start, dataLen := 0, 0
 	for _, end := range c.ends {
-		entry, err := b.enc.codec.DecodeValue(c.data[start:end])
-		if err != nil {
+		if err := b.enc.codec.DecodeValueInto(c.data[start:end], b.fields, b.takeRank); err != nil {
 			return nil, err
 		}
 		start = end
-		for i, val := range entry {
-			if b.isFile[i] {
-				continue
-			}
-			if err := format.AppendValue(b.b.Field(i), val); err != nil {
-				return nil, fmt.Errorf("range file entry field %d: %w", b.enc.is.Fields()[i].ID, err)
-			}
-		}
 		if len(b.enc.filePos) > 0 {
-			r, err := b.enc.rank(entry[b.enc.filePos[0]])
-			if err != nil {
-				return nil, err
-			}
-			b.ranks = append(b.ranks, r)
-			dataLen += len(b.enc.paths[r])
+			dataLen += len(b.enc.paths[b.ranks[len(b.ranks)-1]])
 		}
 	}
 	cols := make([]arrow.Array, b.schema.NumFields())
@@ -514,12 +521,11 @@ func newRecordCodec(is *format.IndexSchema, schema *iceberg.Schema, plan *tables
 }
 
 // rank reads the rank that a record holds in place of a path.
-func (c *recordCodec) rank(v any) (uint32, error) {
-	s, _ := v.(string)
+func (c *recordCodec) rank(s []byte) (uint32, error) {
 	if len(s) != rankBytes {
 		return 0, fmt.Errorf("decode sort record: file rank of %d bytes", len(s))
 	}
-	r := binary.BigEndian.Uint32([]byte(s))
+	r := binary.BigEndian.Uint32(s)
 	if int(r) >= len(c.paths) {
 		return 0, fmt.Errorf("decode sort record: file rank %d of %d files", r, len(c.paths))
 	}
@@ -528,8 +534,8 @@ func (c *recordCodec) rank(v any) (uint32, error) {
 
 // recordBuilder holds the buffers of one goroutine's records.
 type recordBuilder struct {
-	row      format.Key
 	key, val []byte
+	rank     []byte // the encoding of the file's rank
 }
 
 // add puts the entries of src, rows of plan file file, into sorter and
@@ -540,16 +546,12 @@ func (b *recordBuilder) add(c *recordCodec, mem memory.Allocator, src arrow.Reco
 		return 0, err
 	}
 	defer entries.Release()
-	rank := c.ranks[file]
+	// The rank that stands in for the file's path, encoded once.
+	if b.rank, err = format.AppendValueKey(b.rank[:0], iceberg.PrimitiveTypes.String, c.ranks[file]); err != nil {
+		return 0, err
+	}
 	for i := 0; i < int(entries.NumRows()); i++ {
-		b.row = c.codec.Row(b.row, entries, i)
-		for _, p := range c.filePos {
-			b.row[p] = rank
-		}
-		if b.key, err = c.codec.AppendKey(b.key[:0], b.row); err != nil {
-			return 0, err
-		}
-		if b.val, err = c.codec.AppendValue(b.val[:0], b.row); err != nil {
+		if b.key, b.val, err = c.codec.AppendRow(b.key[:0], b.val[:0], entries, i, c.filePos, b.rank); err != nil {
 			return 0, err
 		}
 		if err := sorter.Add(b.key, b.val); err != nil {
