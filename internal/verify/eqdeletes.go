@@ -57,10 +57,26 @@ type deleteSet struct {
 	// later commit.
 	first map[contentHash]int32
 	more  map[contentHash][]int32
+	// filter has bit filterBit(h) set for every fingerprint h the set
+	// holds. Most rows of a data file are deleted by no file, and one bit
+	// of a mebibyte, which stays in the processor's caches, answers them
+	// without a probe of the map, a miss to memory per row.
+	filter []uint64
 }
+
+// filterBits is the size of a deleteSet's filter: with the 500,000 keys
+// of 50 upsert commits, 6% of the rows deleted by none still probe the map.
+const filterBits = 1 << 23
+
+func filterBit(h contentHash) uint64 { return h[1] & (filterBits - 1) }
 
 // add records that delete file ord holds fingerprint h.
 func (s *deleteSet) add(h contentHash, ord int32) {
+	if s.filter == nil {
+		s.filter = make([]uint64, filterBits/64)
+	}
+	b := filterBit(h)
+	s.filter[b/64] |= 1 << (b % 64)
 	prev, ok := s.first[h]
 	switch {
 	case !ok:
@@ -73,6 +89,9 @@ func (s *deleteSet) add(h contentHash, ord int32) {
 // holds reports whether a delete file that applies (applies[ordinal])
 // holds fingerprint h.
 func (s *deleteSet) holds(h contentHash, applies []bool) bool {
+	if b := filterBit(h); s.filter == nil || s.filter[b/64]&(1<<(b%64)) == 0 {
+		return false
+	}
 	ord, ok := s.first[h]
 	if !ok {
 		return false
