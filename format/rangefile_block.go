@@ -184,13 +184,12 @@ func (b *Block) Rows(ctx context.Context, fieldIDs []int, rows []int64) (arrow.R
 		}
 	}
 	if n := len(rows); rows == nil || n == 0 || rows[n-1]-rows[0] == int64(n-1) {
-		// One run of rows, as a point lookup finds (or all of them).
-		first, count := int64(0), b.NumRows()
-		if rows != nil {
-			first, count = 0, int64(n)
-			if n > 0 {
-				first = rows[0]
-			}
+		// One run of rows, as a point lookup finds (nil: all of them).
+		first, count := int64(0), int64(n)
+		if rows == nil {
+			count = b.NumRows()
+		} else if n > 0 {
+			first = rows[0]
 		}
 		return b.run(ctx, p, first, count)
 	}
