@@ -137,6 +137,12 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 		{"by_customer", "customer_id = 3"},
 		{"by_customer", "customer_id IN (2, 5) AND id > 100"},
 	}
+	// A long IN list: a predicate of 1.4 KB.
+	var keys []string
+	for k := 0; k < 600; k += 2 {
+		keys = append(keys, strconv.Itoa(k))
+	}
+	queries = append(queries, struct{ index, where string }{"pk", "id IN (" + strings.Join(keys, ", ") + ")"})
 	for _, snap := range []int64{0, first} {
 		for _, q := range queries {
 			ans, err := cl.Lookup(ctx, "test.orders", q.index, client.Request{Where: q.where, Snapshot: snap})
