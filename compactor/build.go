@@ -333,7 +333,6 @@ type entryBatcher struct {
 	enc    *recordCodec
 	schema *arrow.Schema
 	b      *array.RecordBuilder
-	isFile []bool
 	ranks  []uint32
 	pool   *bufferPool // of the _file columns
 	// fields are the builders of b by entry position, nil for _file fields,
@@ -343,13 +342,10 @@ type entryBatcher struct {
 }
 
 func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocator, pool *bufferPool) *entryBatcher {
-	b := &entryBatcher{enc: enc, schema: schema, b: array.NewRecordBuilder(mem, schema), isFile: make([]bool, schema.NumFields()), pool: pool}
-	for _, p := range enc.filePos {
-		b.isFile[p] = true
-	}
+	b := &entryBatcher{enc: enc, schema: schema, b: array.NewRecordBuilder(mem, schema), pool: pool}
 	b.fields = make([]array.Builder, schema.NumFields())
 	for i := range b.fields {
-		if !b.isFile[i] {
+		if !slices.Contains(enc.filePos, i) {
 			b.fields[i] = b.b.Field(i)
 		}
 	}
@@ -389,8 +385,8 @@ func (b *entryBatcher) decode(c *valueChunk) (arrow.RecordBatch, error) {
 		}
 	}()
 	for i := range cols {
-		if !b.isFile[i] {
-			cols[i] = b.b.Field(i).NewArray()
+		if b.fields[i] != nil {
+			cols[i] = b.fields[i].NewArray()
 			continue
 		}
 		col, err := b.pathColumn(i, dataLen)

@@ -2,7 +2,6 @@ package format
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"sort"
 
@@ -49,9 +48,14 @@ func seek[T cmp.Ordered](b *Block, fieldID int, v func(int) T, lo, hi []T) ([]in
 	if !b.ascending(fieldID, func(i int) bool { return v(i-1) <= v(i) }) {
 		return nil, false
 	}
-	n := int(b.NumRows())
+	return seekSorted(int(b.NumRows()), v, lo, hi), true
+}
+
+// seekSorted finds the rows i < n whose value v(i), ascending with i, lies
+// in one of the closed intervals [lo[k], hi[k]].
+func seekSorted[T cmp.Ordered](n int, v func(int) T, lo, hi []T) []int64 {
 	if n == 0 {
-		return nil, true
+		return nil
 	}
 	first, last := v(0), v(n-1)
 	var rows []int64
@@ -64,30 +68,15 @@ func seek[T cmp.Ordered](b *Block, fieldID int, v func(int) T, lo, hi []T) ([]in
 			rows = append(rows, int64(i))
 		}
 	}
-	return rows, true
+	return rows
 }
 
-// seekInt64s is seek on a column of longs known to ascend, searched as a
-// slice: what a point lookup on a bigint key does, thousands of times a
-// second in the lookup service.
+// seekInt64s is seek on a column of longs known to ascend (see
+// ascendingInt64Columns): what a point lookup on a bigint key does,
+// thousands of times a second in the lookup service, without testing the
+// order and the column's type again on every call.
 func seekInt64s(v []int64, lo, hi []int64) []int64 {
-	n := len(v)
-	if n == 0 {
-		return nil
-	}
-	var rows []int64
-	k := sort.Search(len(hi), func(k int) bool { return hi[k] >= v[0] })
-	for ; k < len(lo) && lo[k] <= v[n-1]; k++ {
-		start, _ := slices.BinarySearch(v, lo[k])
-		end := n
-		if hi[k] < math.MaxInt64 {
-			end, _ = slices.BinarySearch(v, hi[k]+1)
-		}
-		for i := start; i < end; i++ {
-			rows = append(rows, int64(i))
-		}
-	}
-	return rows
+	return seekSorted(len(v), func(i int) int64 { return v[i] }, lo, hi)
 }
 
 // ascendingInt64Columns finds the block's columns of longs, read as the
