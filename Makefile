@@ -86,6 +86,7 @@ crosscheck:
 	/usr/bin/python3 scripts/crosscheck_avro.py format/testdata/tracking_sample.avro
 	@test -d .cache/duckdb/node_modules/@duckdb/node-api || (mkdir -p .cache/duckdb && cd .cache/duckdb && npm install --silent --no-audit --no-fund @duckdb/node-api >/dev/null)
 	cp scripts/crosscheck_parquet.mjs .cache/duckdb/ && node .cache/duckdb/crosscheck_parquet.mjs format/testdata/rangefile_sample.parquet
+	node .cache/duckdb/crosscheck_parquet.mjs format/testdata/rangefile_copied_sample.parquet
 
 # The main job on the embedded default, no services needed: a CDC stream
 # for 60s while the daemon keeps two indexes fresh, then verify on both.

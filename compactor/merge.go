@@ -65,6 +65,10 @@ type MergeOptions struct {
 	// merge holds in memory to cut it among parts; a larger one is merged
 	// in one pass. Default: 64 MiB.
 	ParallelDeltaBytes int64
+	// DecodeAllRowGroups decodes and encodes again every row group of a
+	// rewritten file, those the delta does not touch included, instead of
+	// copying the untouched ones as they are; for comparisons.
+	DecodeAllRowGroups bool
 }
 
 // MergeResult is what a merge wrote and kept.
@@ -83,6 +87,11 @@ type MergeResult struct {
 	EntriesRewritten int64
 	// Inserted and Deleted sum the delta's positive and negative counts.
 	Inserted, Deleted int64
+	// RowGroupsCopied counts the row groups of rewritten files that went
+	// to the new files as they were, not decoded; EntriesCopied their
+	// entries, which EntriesRewritten does not count.
+	RowGroupsCopied int
+	EntriesCopied   int64
 }
 
 // Merge applies delta to the index snapshot whose range files are prev and
@@ -125,6 +134,7 @@ func Merge(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEn
 	if opts.ParallelDeltaBytes <= 0 {
 		opts.ParallelDeltaBytes = 64 << 20
 	}
+	opts.copyRowGroups = !opts.DecodeAllRowGroups && format.CanCopyRowGroups(is)
 	m, err := newMerger(ctx, is, prev, dir, opts)
 	if err != nil {
 		return nil, err
@@ -196,6 +206,8 @@ func (m *merger) run(parts []*merger) (*MergeResult, error) {
 	for _, p := range parts {
 		res.Inserted += p.res.Inserted
 		res.Deleted += p.res.Deleted
+		res.RowGroupsCopied += p.res.RowGroupsCopied
+		res.EntriesCopied += p.res.EntriesCopied
 	}
 	err := firstError(errs)
 	if err == nil {
@@ -222,6 +234,7 @@ func (m *merger) run(parts []*merger) (*MergeResult, error) {
 		res.BytesWritten += e.FileSizeInBytes
 		res.EntriesRewritten += e.RecordCount
 	}
+	res.EntriesRewritten -= min(res.EntriesCopied, res.EntriesRewritten)
 	res.Rewritten = len(m.prev) - res.Reused
 	// Files written and then folded into others at a seam.
 	RemoveFiles(context.WithoutCancel(m.ctx), m.opts.Store, m.opts.Logger,
@@ -257,6 +270,8 @@ func (m *merger) mendSeams(parts []*merger) (entries, written []format.TrackingE
 		if err != nil {
 			return nil, written, err
 		}
+		m.res.RowGroupsCopied += seam.res.RowGroupsCopied
+		m.res.EntriesCopied += seam.res.EntriesCopied
 		entries = append(append(entries[:len(entries)-1], seam.res.Entries...), next[1:]...)
 	}
 	return entries, written, nil
@@ -761,7 +776,7 @@ func (m *merger) readFile(idx int) error {
 	}
 	defer r.Close()
 	m.fileLeft = r.NumRows()
-	return r.Read(m.ctx, nil, nil, func(rec arrow.RecordBatch) error {
+	batch := func(rec arrow.RecordBatch) error {
 		ent, err := m.entryBatch(rec)
 		if err != nil {
 			return fmt.Errorf("merge range file %s: %w", te.FilePath, err)
@@ -772,7 +787,54 @@ func (m *merger) readFile(idx int) error {
 		err = m.mergeBatch(idx, ent)
 		m.batchRows, m.batchPos = 0, 0
 		return err
-	})
+	}
+	if !m.opts.copyRowGroups || r.NumRowGroups() < 2 {
+		return r.Read(m.ctx, nil, nil, batch)
+	}
+	for g := range r.NumRowGroups() {
+		if rows, untouched := m.untouched(idx, r.RangeFileReader, g); untouched {
+			copied, err := m.w.CopyRowGroup(r.RangeFileReader, g, rows)
+			if err != nil {
+				return err
+			}
+			if copied {
+				m.fileLeft -= rows
+				m.res.RowGroupsCopied++
+				m.res.EntriesCopied += rows
+				continue
+			}
+		}
+		if err := r.Read(m.ctx, nil, []int{g}, batch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// untouched reports whether the delta changes nothing in row group g of
+// prev[idx], the next to be read, and gives its rows: no entry of the
+// previous row group's last key waits for more, and the next change is past
+// the file or above every value of the first cluster field in the row
+// group (its statistics; nulls, first in cluster order, are below any
+// change).
+func (m *merger) untouched(idx int, r *format.RangeFileReader, g int) (int64, bool) {
+	rows, stats := r.RowGroupStats(g)
+	if m.group.active {
+		return rows, false
+	}
+	if !m.hasHead || m.head.target != idx {
+		return rows, true
+	}
+	f := m.is.ClusterFields()[0]
+	st := stats[f.ID]
+	if st == nil || st.UpperBound == nil {
+		return rows, false
+	}
+	head, _, err := format.DecodeKey(m.head.key, m.clusterTypes[:1])
+	if err != nil || head[0] == nil {
+		return rows, false
+	}
+	return rows, format.Compare(f.Type, head[0], st.UpperBound) > 0
 }
 
 // entryBatch turns a batch of a range file's stored columns into a batch of

@@ -157,6 +157,7 @@ func (x *benchIndex) run(b *testing.B, recs []deltaRecord) {
 	b.ReportMetric(float64(res.Reused), "reused")
 	b.ReportMetric(float64(res.BytesWritten), "bytes-written")
 	b.ReportMetric(float64(res.BytesWritten)/float64(x.bytes), "fraction-of-full")
+	b.ReportMetric(float64(res.RowGroupsCopied), "row-groups-copied")
 }
 
 func containsPath(entries []format.TrackingEntry, path string) bool {
@@ -177,6 +178,30 @@ func BenchmarkMergeTail(b *testing.B) {
 		changed = append(changed, i)
 	}
 	x.run(b, x.upserts(b, changed))
+}
+
+// BenchmarkMergeTailRowGroups is BenchmarkMergeTail with the untouched row
+// groups of the rewritten files copied as they are (copy, the default) and
+// decoded and encoded again (decode): set STREAMIDX_BENCH_ROW_GROUP below
+// the entries of a file (131072 by default) for files of several row
+// groups.
+func BenchmarkMergeTailRowGroups(b *testing.B) {
+	for _, decode := range []bool{false, true} {
+		name := "copy"
+		if decode {
+			name = "decode"
+		}
+		b.Run(name, func(b *testing.B) {
+			x := newBenchIndex(b)
+			x.opts.DecodeAllRowGroups = decode
+			n := max(x.rows/benchEnvInt(b, "STREAMIDX_BENCH_EVERY", 100), 1)
+			var changed []int64
+			for i := x.rows - n; i < x.rows; i++ {
+				changed = append(changed, i)
+			}
+			x.run(b, x.upserts(b, changed))
+		})
+	}
 }
 
 // BenchmarkMergeUniform changes rows spread evenly over the keys.

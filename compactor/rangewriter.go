@@ -2,6 +2,7 @@ package compactor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -60,6 +61,10 @@ type RangeWriterOptions struct {
 	Store *objstore.Store
 	// Allocator for Arrow buffers. Default: memory.DefaultAllocator.
 	Allocator memory.Allocator
+
+	// copyRowGroups lets CopyRowGroup copy row groups as they are; set by
+	// a merge of an index whose range files allow it.
+	copyRowGroups bool
 }
 
 // ConfiguredRangeWriter returns the range file options that cfg sets,
@@ -165,11 +170,16 @@ type RangeWriter struct {
 	// are taken when a write is waited for, before the next begins, so
 	// that where files split does not depend on how fast writes run.
 	sizedRows int64
-	lastKey   format.Key // clustering key of the last entry added
-	keyBuf    format.Key
-	written   []format.TrackingEntry
-	bytes     int64
-	closed    bool
+	// copiedRows and copiedBytes are the entries and chunk bytes of the
+	// row groups copied into the open file (CopyRowGroup), which size and
+	// sizedRows leave out: the bytes per entry of a row group copied from
+	// another file say nothing of the entries written.
+	copiedRows, copiedBytes int64
+	lastKey                 format.Key // clustering key of the last entry added
+	keyBuf                  format.Key
+	written                 []format.TrackingEntry
+	bytes                   int64
+	closed                  bool
 }
 
 // NewRangeWriter writes range files named <dir>/<uuid>.parquet.
@@ -255,6 +265,57 @@ func (w *RangeWriter) AddRows(rec arrow.RecordBatch, from, to int) error {
 	}
 	return nil
 }
+
+// CopyRowGroup appends row group g of r, of rows entries, which must come
+// after the entries given so far, without decoding it
+// (format.RangeFileWriter.CopyRowGroup). A row group cannot be cut, so it
+// is copied only where the size rules (shouldClose) would not cut the
+// entries given one by one before its end: the open file, with it, stays
+// within the target, and when what is still to come does not fit in the
+// file, the even split of the two lies past it. It reports false, having
+// written nothing, when the row group is not copied: the caller then gives
+// its entries through AddRows, and the writer cuts them where the rules
+// say.
+func (w *RangeWriter) CopyRowGroup(r *format.RangeFileReader, g int, rows int64) (bool, error) {
+	if !w.opts.copyRowGroups || rows < minCopiedRows || w.shouldClose(0) {
+		return false, nil
+	}
+	_, open := w.open()
+	// Page indexes and the footer add about a tenth to the chunks.
+	size := max(r.RowGroupBytes(g)+r.RowGroupBytes(g)/8, int64(w.opts.minEntrySize()*float64(rows)))
+	rest := size // the row group and what follows it
+	if w.remaining != nil {
+		rest = max(rest, int64(w.perEntry()*float64(w.remaining())))
+	}
+	if open+size > w.opts.TargetFileSize || open+rest > w.opts.maxFileSize() && 2*(open+size) > open+rest {
+		return false, nil
+	}
+	if err := w.flushBatch(); err != nil {
+		return false, err
+	}
+	if err := w.wait(); err != nil {
+		return false, err
+	}
+	if w.file == nil {
+		if err := w.openFile(); err != nil {
+			return false, err
+		}
+	}
+	if err := w.file.CopyRowGroup(w.ctx, r, g); err != nil {
+		if errors.Is(err, format.ErrCannotCopyRowGroup) {
+			return false, nil
+		}
+		return false, err
+	}
+	w.rows += rows
+	w.copiedRows, w.copiedBytes = w.copiedRows+rows, w.file.CopiedBytes()
+	w.lastKey = append(w.lastKey[:0], w.file.LastKey()...)
+	return true, nil
+}
+
+// minCopiedRows is the fewest entries a row group must hold to be copied:
+// decoding fewer costs about what copying does.
+const minCopiedRows = 16
 
 // compareRow compares the clustering key of row i of rec with the last one
 // written.
@@ -503,7 +564,7 @@ func (w *RangeWriter) shouldClose(ahead int64) bool {
 		return false
 	}
 	target, limit := w.opts.TargetFileSize, w.opts.maxFileSize()
-	size := int64(w.perEntry() * float64(rows))
+	size := w.estimate(rows)
 	if size >= limit {
 		return true
 	}
@@ -547,8 +608,8 @@ func (w *RangeWriter) wait() error {
 	// dictionaries and the page it is filling, nor the footer it writes at
 	// the close; the bytes per entry of whole files (the files a merge
 	// replaces, or those this writer closed) count all of it.
-	w.sizedRows = w.inflightRows
-	w.size = max(w.file.EstimatedSize(), int64(w.entrySize*float64(w.sizedRows)))
+	w.sizedRows = w.inflightRows - w.copiedRows
+	w.size = max(w.file.EstimatedSize()-w.copiedBytes, int64(w.entrySize*float64(w.sizedRows)))
 	return nil
 }
 
@@ -616,12 +677,13 @@ func (w *RangeWriter) openFile() error {
 	if err != nil {
 		return err
 	}
-	f, err := format.NewRangeFileWriter(out, w.schema, format.RangeFileOptions{RowGroupRows: w.opts.RowGroupRows, PageSizeBytes: w.opts.PageSizeBytes, Allocator: w.opts.Allocator})
+	f, err := format.NewRangeFileWriter(out, w.schema, format.RangeFileOptions{RowGroupRows: w.opts.RowGroupRows, PageSizeBytes: w.opts.PageSizeBytes, Allocator: w.opts.Allocator,
+		CopyRowGroups: w.opts.copyRowGroups})
 	if err != nil {
 		out.Abort()
 		return fmt.Errorf("start range file %s: %w", out.Location(), err)
 	}
-	w.out, w.file, w.size, w.rows, w.sizedRows = out, f, 0, 0, 0
+	w.out, w.file, w.size, w.rows, w.sizedRows, w.copiedRows, w.copiedBytes = out, f, 0, 0, 0, 0, 0
 	return nil
 }
 
@@ -651,7 +713,7 @@ func (w *RangeWriter) finishFile() error {
 	}
 	w.bytes += entry.FileSizeInBytes
 	w.written = append(w.written, entry)
-	w.file, w.out, w.size, w.rows, w.sizedRows = nil, nil, 0, 0, 0
+	w.file, w.out, w.size, w.rows, w.sizedRows, w.copiedRows, w.copiedBytes = nil, nil, 0, 0, 0, 0, 0
 	return nil
 }
 
@@ -662,7 +724,15 @@ func (w *RangeWriter) open() (rows, size int64) {
 	if w.file == nil || w.rows == 0 {
 		return rows, 0
 	}
-	return rows, int64(w.perEntry() * float64(rows))
+	return rows, w.estimate(rows)
+}
+
+// estimate is the size of the open file once it holds rows entries: the
+// row groups copied into it (at minEntrySize an entry at the least), and
+// the other entries at perEntry each.
+func (w *RangeWriter) estimate(rows int64) int64 {
+	copied := max(w.copiedBytes, int64(w.opts.minEntrySize()*float64(w.copiedRows)))
+	return copied + int64(w.perEntry()*float64(rows-w.copiedRows))
 }
 
 // Close finishes the last file and returns the tracking entries of every

@@ -26,6 +26,7 @@ type metrics struct {
 	filesReused      *prometheus.CounterVec
 	bytesWritten     *prometheus.CounterVec
 	entriesRewritten *prometheus.CounterVec
+	entriesCopied    *prometheus.CounterVec
 	fullBuilds       *prometheus.CounterVec
 	commitConflicts  *prometheus.CounterVec
 	commitRetries    *prometheus.CounterVec
@@ -69,7 +70,8 @@ func newMetrics() *metrics {
 		filesRewritten:   counter("streamidx_compactor_range_files_rewritten_total", "Range files replaced by incremental merges."),
 		filesReused:      counter("streamidx_compactor_range_files_reused_total", "Range files carried unchanged into a new index snapshot."),
 		bytesWritten:     counter("streamidx_compactor_written_bytes_total", "Bytes of range files written."),
-		entriesRewritten: counter("streamidx_compactor_written_entries_total", "Entries written to range files (those of rewritten files that stayed, and those inserted)."),
+		entriesRewritten: counter("streamidx_compactor_written_entries_total", "Entries decoded and written to range files (those of rewritten files that stayed, and those inserted)."),
+		entriesCopied:    counter("streamidx_compactor_copied_entries_total", "Entries of row groups that merges copied into new range files as they were, without decoding."),
 		fullBuilds:       counter("streamidx_compactor_full_builds_total", "Full builds (first build, or fallback when an incremental update cannot apply)."),
 		commitConflicts:  counter("streamidx_flush_commit_conflicts_total", "Updates voided because another writer moved the index first."),
 		commitRetries:    counter("streamidx_flush_commit_retries_total", "Compare-and-swap attempts repeated after another writer's commit."),
@@ -106,7 +108,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(reg prometheus.Registerer, behind prometheus.Collector) error {
 	for _, c := range []prometheus.Collector{m.lag, m.commitLag, m.commits, m.updateSeconds, m.stagedMutations, m.filesRewritten,
-		m.filesReused, m.bytesWritten, m.entriesRewritten, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
+		m.filesReused, m.bytesWritten, m.entriesRewritten, m.entriesCopied, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
 		m.snapshotsExpired, m.filesDeleted, m.rewriteFilesRemoved, m.rewritePositions, m.rewriteCommits, m.rewriteConflicts,
 		m.rewriteSeconds, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending,
 		m.eventsStaged, m.eventTombstones, m.eventsDeadLettered, behind} {
@@ -141,6 +143,7 @@ func (m *metrics) observe(w *worker, st updater.Stats, err error) {
 	m.filesReused.WithLabelValues(l...).Add(float64(p.FilesReused))
 	m.bytesWritten.WithLabelValues(l...).Add(float64(p.BytesWritten))
 	m.entriesRewritten.WithLabelValues(l...).Add(float64(p.EntriesRewritten))
+	m.entriesCopied.WithLabelValues(l...).Add(float64(p.EntriesCopied))
 	if p.FullBuild {
 		m.fullBuilds.WithLabelValues(l...).Inc()
 	}

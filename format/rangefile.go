@@ -52,6 +52,10 @@ type RangeFileOptions struct {
 	CompressionLevel int
 	// Allocator allocates the writer's buffers. Default memory.DefaultAllocator.
 	Allocator memory.Allocator
+	// CopyRowGroups lets the writer take row groups of other range files
+	// as they are (CopyRowGroup): it then holds the file in memory until
+	// Close, which lays out the row groups written and copied in order.
+	CopyRowGroups bool
 }
 
 func (o RangeFileOptions) withDefaults() (RangeFileOptions, error) {
@@ -96,6 +100,7 @@ type RangeFileWriter struct {
 	lastKey    Key
 	err        error // a failure of the Parquet writer; the file is lost
 	closed     bool
+	copies     *rowGroupCopies // with RangeFileOptions.CopyRowGroups
 }
 
 // NewRangeFileWriter writes entries to w. Input batches have the Arrow schema
@@ -122,6 +127,10 @@ func NewRangeFileWriter(w io.Writer, s *IndexSchema, opts RangeFileOptions) (*Ra
 		sink:    &countingWriter{w: w},
 		posByID: map[int]int{},
 		acc:     make([]statsAccumulator, entries.NumFields()),
+	}
+	if opts.CopyRowGroups {
+		rw.copies = &rowGroupCopies{out: w}
+		rw.sink.w = &rw.copies.buf
 	}
 	for i, f := range entries.Fields() {
 		id, _ := arrowFieldID(f)
@@ -160,8 +169,11 @@ func NewRangeFileWriter(w io.Writer, s *IndexSchema, opts RangeFileOptions) (*Ra
 			props = append(props, parquet.WithDictionaryCostFallbackFor(f.Name, true))
 		}
 	}
-	rw.fw, err = pqarrow.NewFileWriter(stored, rw.sink, parquet.NewWriterProperties(props...),
-		pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator)))
+	wprops, aprops := parquet.NewWriterProperties(props...), pqarrow.NewArrowWriterProperties(pqarrow.WithAllocator(opts.Allocator))
+	if rw.copies != nil {
+		rw.copies.props, rw.copies.aprops = wprops, aprops
+	}
+	rw.fw, err = pqarrow.NewFileWriter(stored, rw.sink, wprops, aprops)
 	if err != nil {
 		return nil, fmt.Errorf("create range file writer: %w", err)
 	}
@@ -249,6 +261,9 @@ func (w *RangeFileWriter) Write(rec arrow.RecordBatch) error {
 		return w.err
 	}
 	w.rows += int64(n)
+	if w.copies != nil {
+		w.copies.written += int64(n)
+	}
 	w.lastKey = keyAt(cluster, n-1)
 	return nil
 }
@@ -322,15 +337,24 @@ func formatKey(types []iceberg.Type, k Key) string {
 // size.
 func (w *RangeFileWriter) EstimatedSize() int64 {
 	if w.closed {
+		if w.copies != nil {
+			return w.copies.size
+		}
 		return w.sink.n
 	}
 	buffered := w.fw.RowGroupTotalCompressedBytes()
-	if rgRows, err := w.fw.RowGroupNumRows(); err == nil {
-		if done := w.rows - int64(rgRows); done > 0 {
+	written, copied := w.rows, int64(0)
+	if w.copies != nil {
+		written, copied = w.copies.written, w.copies.bytes
+	}
+	// Row groups written before a copied one may be small, their bytes
+	// per row (a page header and a dictionary a column) no guide.
+	if rgRows, err := w.fw.RowGroupNumRows(); err == nil && copied == 0 {
+		if done := written - int64(rgRows); done > 0 {
 			buffered = max(buffered, int64(float64(w.sink.n)/float64(done)*float64(rgRows)))
 		}
 	}
-	return w.sink.n + buffered
+	return w.sink.n + buffered + copied
 }
 
 // LastKey returns the clustering key of the last entry written, or nil before
@@ -355,10 +379,17 @@ func (w *RangeFileWriter) Close() (TrackingEntry, error) {
 	if closeErr != nil {
 		return TrackingEntry{}, fmt.Errorf("close range file: %w", closeErr)
 	}
+	size := w.sink.n
+	if w.copies != nil {
+		var err error
+		if size, err = w.copies.finish(); err != nil {
+			return TrackingEntry{}, fmt.Errorf("close range file: %w", err)
+		}
+	}
 	e := TrackingEntry{
 		FileFormat:      "parquet",
 		RecordCount:     w.rows,
-		FileSizeInBytes: w.sink.n,
+		FileSizeInBytes: size,
 		Stats:           make(map[int]*FieldStats, len(w.acc)),
 	}
 	for i, f := range w.entries.Fields() {

@@ -60,6 +60,8 @@ type RangeFileReader struct {
 	src *storageReader
 	pf  *file.Reader
 	fr  *pqarrow.FileReader
+	// copy is the footer as CopyRowGroup reads it, once asked for.
+	copy *copySource
 }
 
 // layout is where the stored fields of a range file are, which a reader

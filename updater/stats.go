@@ -58,8 +58,11 @@ type Publication struct {
 	// written.
 	FilesWritten, FilesRewritten, FilesReused int
 	BytesWritten                              int64
-	// EntriesRewritten counts the entries written to new range files.
-	EntriesRewritten int64
+	// EntriesRewritten counts the entries decoded and written to new range
+	// files; EntriesCopied those of the row groups copied into them as
+	// they were (RowGroupsCopied), not decoded.
+	EntriesRewritten, EntriesCopied int64
+	RowGroupsCopied                 int
 	// Skipped counts the source snapshots between the previously indexed
 	// one and this one that got no index snapshot of their own (policy
 	// latest or adaptive).

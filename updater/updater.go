@@ -357,7 +357,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	// Every stage that applies to the previous index snapshot is spent.
 	u.dropStages(stage)
 	pub.FilesWritten, pub.FilesRewritten, pub.FilesReused, pub.BytesWritten = res.Written, res.Rewritten, res.Reused, res.BytesWritten
-	pub.EntriesRewritten = res.EntriesRewritten
+	pub.EntriesRewritten, pub.EntriesCopied, pub.RowGroupsCopied = res.EntriesRewritten, res.EntriesCopied, res.RowGroupsCopied
 	pub.Skipped = max(0, slices.IndexFunc(chain, func(s *table.Snapshot) bool { return s.SnapshotID == next.SnapshotID }))
 	u.ahead = ahead.wait()
 	u.committed(ctx, next, pub, began, committed, st)
@@ -517,7 +517,7 @@ func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publ
 	st.Published = pub
 	st.IndexedSnapshotID = snap.SnapshotID
 	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "skipped", pub.Skipped,
-		"files_written", pub.FilesWritten, "files_reused", pub.FilesReused, "entries", pub.EntriesRewritten, "bytes", pub.BytesWritten,
+		"files_written", pub.FilesWritten, "files_reused", pub.FilesReused, "entries", pub.EntriesRewritten, "row_groups_copied", pub.RowGroupsCopied, "bytes", pub.BytesWritten,
 		"took", pub.Took.Round(time.Millisecond))
 	if !pub.FullBuild {
 		u.log.Debug("incremental update phases", "source_snapshot", snap.SnapshotID, "staged", pub.Staged.Round(time.Millisecond),
