@@ -47,24 +47,40 @@ func newEnv(t *testing.T, formatVersion int) *env {
 	return &env{t: t, tbl: tbl, indexes: ic, store: store, cat: cat.(*sqlcat.Catalog)}
 }
 
+// smallFiles are the range files of most tests: 1 KiB, so that a small
+// table has many; oneFile keeps the index in one file of row groups of 16
+// entries, which merges copy when the delta does not reach them.
+var (
+	smallFiles = compactor.RangeWriterOptions{TargetFileSize: 1 << 10, RowGroupRows: 16}
+	oneFile    = compactor.RangeWriterOptions{TargetFileSize: 1 << 30, TargetFileEntries: 1 << 30, RowGroupRows: 16}
+)
+
 func (e *env) updater(index string, policy Policy) *Updater {
-	return New(e.cat, e.indexes, e.store, e.tbl.Identifier(), index, Options{
-		Policy: policy,
-		Range:  compactor.RangeWriterOptions{TargetFileSize: 1 << 10, RowGroupRows: 16},
-	})
+	return e.updaterWith(index, policy, smallFiles)
+}
+
+func (e *env) updaterWith(index string, policy Policy, rw compactor.RangeWriterOptions) *Updater {
+	return New(e.cat, e.indexes, e.store, e.tbl.Identifier(), index, Options{Policy: policy, Range: rw})
 }
 
 // align steps u until the index covers the table's current snapshot and
 // returns how many index snapshots it published.
 func align(ctx context.Context, u *Updater, props PropertiesFunc) (int, error) {
-	published := 0
+	published, _, err := alignCounting(ctx, u, props)
+	return published, err
+}
+
+// alignCounting is align that also returns the row groups the merges
+// copied.
+func alignCounting(ctx context.Context, u *Updater, props PropertiesFunc) (published, copied int, err error) {
 	for {
 		st, err := u.Step(ctx, props)
 		if st.Published != nil {
 			published++
+			copied += st.Published.RowGroupsCopied
 		}
 		if err != nil || st.Aligned {
-			return published, err
+			return published, copied, err
 		}
 	}
 }
@@ -98,10 +114,16 @@ func (e *env) verifyCurrent(index string, step int) {
 // TestFiftyCommits drives 50 source commits of every kind through the
 // updater; after each, the index snapshot aligned with it must verify.
 func TestFiftyCommits(t *testing.T) {
-	for _, fv := range []int{2, 3} {
-		t.Run(fmt.Sprintf("v%d", fv), func(t *testing.T) {
+	for _, tc := range []struct {
+		fv    int
+		files string
+		rw    compactor.RangeWriterOptions
+	}{{2, "small files", smallFiles}, {3, "small files", smallFiles}, {3, "one file", oneFile}} {
+		fv := tc.fv
+		t.Run(fmt.Sprintf("v%d %s", fv, tc.files), func(t *testing.T) {
 			e := newEnv(t, fv)
-			updaters := []*Updater{e.updater("pk", PolicyEvery), e.updater("by_customer", PolicyEvery)}
+			updaters := []*Updater{e.updaterWith("pk", PolicyEvery, tc.rw), e.updaterWith("by_customer", PolicyEvery, tc.rw)}
+			copied := map[string]int{}
 			r := rand.New(rand.NewPCG(7, uint64(fv)))
 			live := map[int64]int{} // id -> version
 			next := int64(0)
@@ -162,7 +184,8 @@ func TestFiftyCommits(t *testing.T) {
 				}
 				kinds[kind]++
 				for _, u := range updaters {
-					n, err := align(ctx, u, nil)
+					n, c, err := alignCounting(ctx, u, nil)
+					copied[u.index] += c
 					if err != nil {
 						t.Fatalf("step %d (%s): update %s: %v", step, kind, u.index, err)
 					}
@@ -172,7 +195,12 @@ func TestFiftyCommits(t *testing.T) {
 					e.verifyCurrent(u.index, step)
 				}
 			}
-			t.Logf("commit kinds: %v", kinds)
+			t.Logf("commit kinds: %v; row groups copied: %v", kinds, copied)
+			// pk's entries are all stored: its merges copy the row groups a
+			// commit leaves alone; by_customer's bucket is computed.
+			if tc.files == "one file" && (copied["pk"] < 50 || copied["by_customer"] != 0) {
+				t.Errorf("row groups copied by merges: %v; want 50 or more for pk, none for by_customer", copied)
+			}
 			for _, k := range []string{"append", "upsert", "equality delete", "rewrite", "overwrite"} {
 				if kinds[k] == 0 {
 					t.Errorf("the script made no %s commit", k)

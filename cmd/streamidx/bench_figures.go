@@ -108,7 +108,8 @@ func benchIncremental(ctx context.Context, b *bench) error {
 	}
 	defer e.Close()
 	rw := compactor.ConfiguredRangeWriter(e.cfg.Build, e.store)
-	b.note("incremental: full build of pk with range files of %s or %d entries (the baseline)", humanBytes(rw.TargetFileSize), rw.TargetFileEntries)
+	b.note("incremental: full build of pk with range files of %s or %d entries, row groups of %d (the baseline)", humanBytes(rw.TargetFileSize),
+		rw.TargetFileEntries, rw.RowGroupRows)
 	rebuild, err := b.buildInProcess(ctx, e, tbl, id, "pk", rw)
 	if err != nil {
 		return err
@@ -144,9 +145,9 @@ func benchIncremental(ctx context.Context, b *bench) error {
 		if p == nil || p.FullBuild || !st.Aligned {
 			return fmt.Errorf("update pk after the %s upserts: no incremental index snapshot (%+v)", pattern, st)
 		}
-		b.note("incremental: %s: %s (delta staged %s, merged %s, published %s), %d entries rewritten, range files %d rewritten / %d reused",
+		b.note("incremental: %s: %s (delta staged %s, merged %s, published %s), %d entries rewritten, %d copied in %d row groups, range files %d rewritten / %d reused",
 			pattern, p.Took.Round(time.Millisecond), p.Staged.Round(time.Millisecond), p.Merged.Round(time.Millisecond),
-			p.Published.Round(time.Millisecond), p.EntriesRewritten, p.FilesRewritten, p.FilesReused)
+			p.Published.Round(time.Millisecond), p.EntriesRewritten, p.EntriesCopied, p.RowGroupsCopied, p.FilesRewritten, p.FilesReused)
 		name := "incremental." + pattern + "-0.1pct."
 		t := figure{Name: name + "time", Value: p.Took.Seconds(), Unit: "s", Baseline: "full rebuild", BaselineValue: ptr(rebuild.Seconds())}
 		rate := float64(p.EntriesRewritten) / p.Took.Seconds()

@@ -308,6 +308,7 @@ var Env = map[string]string{
 	"STREAMIDX_BUILD_MEMORY_BUDGET":       "build.memory-budget",
 	"STREAMIDX_BUILD_TARGET_FILE_SIZE":    "build.target-file-size",
 	"STREAMIDX_BUILD_TARGET_FILE_ENTRIES": "build.target-file-entries",
+	"STREAMIDX_BUILD_ROW_GROUP_ROWS":      "build.row-group-rows",
 	"STREAMIDX_LOG_LEVEL":                 "log.level",
 	"STREAMIDX_LOG_FORMAT":                "log.format",
 	"STREAMIDX_SERVE_TOKEN":               "serve.token",
