@@ -342,6 +342,24 @@ func (r *RangeFileReader) copySource() (*copySource, error) {
 	return r.copy, nil
 }
 
+// rowGroupEnds returns the clustering keys of the first and last entries
+// of row group g, of rows entries and the given statistics. A key of one
+// field without nulls in the row group, which is sorted by it, is its
+// minimum and maximum; other keys are read.
+func (r *RangeFileReader) rowGroupEnds(ctx context.Context, s *IndexSchema, g int, rows int64, stats map[int]*FieldStats) (first, last Key, err error) {
+	if cf := s.ClusterFields(); len(cf) == 1 {
+		st := stats[cf[0].ID]
+		if st != nil && st.NullValueCount != nil && *st.NullValueCount == 0 && st.LowerBound != nil && st.UpperBound != nil {
+			return Key{st.LowerBound}, Key{st.UpperBound}, nil
+		}
+	}
+	if first, err = r.ClusterKey(ctx, s, g, 0); err != nil {
+		return nil, nil, err
+	}
+	last, err = r.ClusterKey(ctx, s, g, rows-1)
+	return first, last, err
+}
+
 // ClusterKey returns the clustering key of row row of row group g, reading
 // only the pages of the cluster fields that hold it; every cluster field of
 // s must be stored.
@@ -459,17 +477,12 @@ func (w *RangeFileWriter) CopyRowGroup(ctx context.Context, r *RangeFileReader, 
 			return fmt.Errorf("copy row group %d of %s: field %d lacks statistics: %w", g, r.name, id, ErrCannotCopyRowGroup)
 		}
 	}
-	first, err := r.ClusterKey(ctx, w.schema, g, 0)
+	first, last, err := r.rowGroupEnds(ctx, w.schema, g, rows, stats)
 	if err != nil {
 		return err
 	}
-	types := w.schema.ClusterTypes()
-	if w.lastKey != nil && CompareKeys(types, first, w.lastKey) < 0 {
+	if w.lastKey != nil && CompareKeys(w.schema.ClusterTypes(), first, w.lastKey) < 0 {
 		return w.outOfOrder(w.lastKey, first)
-	}
-	last, err := r.ClusterKey(ctx, w.schema, g, rows-1)
-	if err != nil {
-		return err
 	}
 	raw, err := liftRowGroup(r.src, r.src.size, src.footer, g)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,10 +65,21 @@ func FuzzThriftCompact(f *testing.F) {
 // it back: every entry, in order, the tracking entry's statistics those of
 // the entries, and seeks through the page indexes of copied row groups.
 func TestCopyRowGroupAssemblesAReadableFile(t *testing.T) {
+	// A key of one field comes from the row groups' statistics, one of
+	// two is read from their first and last entries.
+	t.Run("key id", func(t *testing.T) { testCopyRowGroup(t, rfSimpleIndex(t)) })
+	t.Run("key id, name", func(t *testing.T) { testCopyRowGroup(t, rfSimpleIndexClustered(t, 1, 2)) })
+}
+
+func testCopyRowGroup(t *testing.T, s *IndexSchema) {
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	s := rfSimpleIndex(t)
-	rows := rfRandomRows(s, 7, 2000)
+	// Without null keys, so that a key of one field comes from the
+	// statistics.
+	rows := slices.DeleteFunc(rfRandomRows(s, 7, 2400), func(r rfRow) bool { return r[1] == nil })
+	if len(rows) < 1100 {
+		t.Fatalf("%d rows", len(rows))
+	}
 	srcData, _ := rfWrite(t, mem, s, rows[:1000], RangeFileOptions{RowGroupRows: 100, PageSizeBytes: 256})
 	src := rfOpen(t, mem, srcData, s)
 
@@ -125,11 +137,24 @@ func TestCopyRowGroupAssemblesAReadableFile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("row group %d: %v", g, err)
 		}
-		if got, want := key[0], want[before+n-1][1]; got != want {
+		if got, want := key, rfKey(s, want[before+n-1]); CompareKeys(s.ClusterTypes(), got, want) != 0 {
 			t.Fatalf("row group %d: last key %v by a seek, %v written", g, got, want)
 		}
 		before += n
 	}
+
+	// A file that ends with a copied row group takes its last key for
+	// group_max_value.
+	w, err = NewRangeFileWriter(&bytes.Buffer{}, s, RangeFileOptions{RowGroupRows: 100, Allocator: mem, CopyRowGroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(rows[:50])
+	copyGroup(1)
+	if entry, err = w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rfCheckStats(t, s, entry.Stats, rfExpectedStats(s, append(slices.Clone(rows[:50]), rows[100:200]...)))
 }
 
 // TestCopyRowGroupRefusesWhatItCannotCopy: an index with computed or float
@@ -163,6 +188,27 @@ func TestCopyRowGroupRefusesWhatItCannotCopy(t *testing.T) {
 	narrowData, _ := rfWrite(t, mem, narrow, rfRandomRows(narrow, 3, 300), RangeFileOptions{RowGroupRows: 100})
 	src = rfOpen(t, mem, narrowData, s)
 	refused("a file written before a type promotion", RangeFileOptions{CopyRowGroups: true}, "Parquet schema")
+}
+
+// rfSimpleIndexClustered is rfSimpleIndex clustered by the given fields.
+func rfSimpleIndexClustered(t testing.TB, cluster ...int) *IndexSchema {
+	t.Helper()
+	md := &Metadata{
+		IdentityFields: []int{1, 2},
+		MaterializedFields: []ExprField{
+			{FieldID: rfFileID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: Ref{ID: FieldIDFile}},
+			{FieldID: rfPosID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: Ref{ID: FieldIDPos}},
+		},
+		ClusterSpec: cluster,
+	}
+	src := iceberg.NewSchema(0,
+		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
+	s, err := NewIndexSchema(md, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // rfSimpleIndexWithInt is rfSimpleIndex before its key was promoted from
