@@ -453,7 +453,10 @@ type merger struct {
 	opaque       []int // positions of non-materialized fields that cannot be computed
 	avgEntrySize float64
 
-	pull    func() (mutation, bool, error)
+	pull func() (mutation, bool, error)
+	// ahead holds mutations pulled past the head to see which row groups
+	// the delta reaches (reaches), owned copies that next gives first.
+	ahead   []mutation
 	head    mutation
 	hasHead bool
 	lastKey []byte // of the last mutation pulled, for the order check
@@ -695,7 +698,7 @@ func (m *merger) closeRun(first, last int) error {
 // advance makes the next mutation with a non-zero count the head.
 func (m *merger) advance() error {
 	for {
-		mu, ok, err := m.pull()
+		mu, ok, err := m.next()
 		if err != nil {
 			return err
 		}
@@ -788,10 +791,11 @@ func (m *merger) readFile(idx int) error {
 		m.batchRows, m.batchPos = 0, 0
 		return err
 	}
-	if !m.opts.copyRowGroups || r.NumRowGroups() < 2 {
+	n := r.NumRowGroups()
+	if !m.opts.copyRowGroups || n < 2 {
 		return r.Read(m.ctx, nil, nil, batch)
 	}
-	for g := range r.NumRowGroups() {
+	for g := 0; g < n; {
 		if rows, untouched := m.untouched(idx, r.RangeFileReader, g); untouched {
 			copied, err := m.w.CopyRowGroup(r.RangeFileReader, g, rows)
 			if err != nil {
@@ -801,14 +805,99 @@ func (m *merger) readFile(idx int) error {
 				m.fileLeft -= rows
 				m.res.RowGroupsCopied++
 				m.res.EntriesCopied += rows
+				g++
 				continue
 			}
 		}
-		if err := r.Read(m.ctx, nil, []int{g}, batch); err != nil {
+		// The row groups the delta reaches after this one are read with
+		// it: a read costs a reader of every column.
+		groups := []int{g}
+		for g++; g < n; g++ {
+			reached, err := m.reaches(r.RangeFileReader, g-1, g)
+			if err != nil {
+				return err
+			}
+			if !reached {
+				break
+			}
+			groups = append(groups, g)
+		}
+		if err := r.Read(m.ctx, nil, groups, batch); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// peekLimit bounds the mutations reaches pulls ahead of the head (a
+// variable for tests).
+var peekLimit = 4096
+
+// reaches reports whether the delta changes row group next of a file whose
+// row group before it, before, is about to be read: whether the first
+// mutation above before's largest value of the first cluster field (by the
+// row groups' statistics) is at or below next's. It answers true when it
+// cannot tell: a statistic missing, or more than peekLimit mutations fall
+// in before, which then is most of what is to read.
+func (m *merger) reaches(r *format.RangeFileReader, before, next int) (bool, error) {
+	f := m.is.ClusterFields()[0]
+	_, bs := r.RowGroupStats(before)
+	_, ns := r.RowGroupStats(next)
+	if bs[f.ID] == nil || bs[f.ID].UpperBound == nil || ns[f.ID] == nil || ns[f.ID].UpperBound == nil {
+		return true, nil
+	}
+	first := func(key []byte) (any, error) {
+		k, _, err := format.DecodeKey(key, m.clusterTypes[:1])
+		if err != nil {
+			return nil, fmt.Errorf("merge: decode delta key %x: %w", key, err)
+		}
+		return k[0], nil
+	}
+	for i := -1; i < peekLimit; i++ {
+		var mu mutation
+		switch {
+		case i < 0 && m.hasHead:
+			mu = m.head
+		case i < 0:
+			return false, nil
+		default:
+			for len(m.ahead) <= i {
+				next, ok, err := m.pull()
+				if err != nil || !ok {
+					return false, err
+				}
+				own := make([]byte, len(next.key)+len(next.value))
+				copy(own, next.key)
+				copy(own[len(next.key):], next.value)
+				next.key, next.value = own[:len(next.key):len(next.key)], own[len(next.key):]
+				m.ahead = append(m.ahead, next)
+			}
+			mu = m.ahead[i]
+		}
+		if mu.count == 0 {
+			continue
+		}
+		v, err := first(mu.key)
+		if err != nil {
+			return false, err
+		}
+		if v == nil || format.Compare(f.Type, v, bs[f.ID].UpperBound) <= 0 {
+			continue // in before, or null: first in cluster order
+		}
+		return format.Compare(f.Type, v, ns[f.ID].UpperBound) <= 0, nil
+	}
+	return true, nil
+}
+
+// next gives the next mutation of the delta: those reaches pulled ahead
+// first.
+func (m *merger) next() (mutation, bool, error) {
+	if len(m.ahead) > 0 {
+		mu := m.ahead[0]
+		m.ahead = m.ahead[1:]
+		return mu, true, nil
+	}
+	return m.pull()
 }
 
 // untouched reports whether the delta changes nothing in row group g of

@@ -180,27 +180,35 @@ func BenchmarkMergeTail(b *testing.B) {
 	x.run(b, x.upserts(b, changed))
 }
 
-// BenchmarkMergeTailRowGroups is BenchmarkMergeTail with the untouched row
-// groups of the rewritten files copied as they are (copy, the default) and
-// decoded and encoded again (decode): set STREAMIDX_BENCH_ROW_GROUP below
-// the entries of a file (131072 by default) for files of several row
-// groups.
-func BenchmarkMergeTailRowGroups(b *testing.B) {
-	for _, decode := range []bool{false, true} {
-		name := "copy"
-		if decode {
-			name = "decode"
-		}
-		b.Run(name, func(b *testing.B) {
-			x := newBenchIndex(b)
-			x.opts.DecodeAllRowGroups = decode
-			n := max(x.rows/benchEnvInt(b, "STREAMIDX_BENCH_EVERY", 100), 1)
-			var changed []int64
-			for i := x.rows - n; i < x.rows; i++ {
-				changed = append(changed, i)
+// BenchmarkMergeRowGroups is BenchmarkMergeTail and BenchmarkMergeUniform
+// with the untouched row groups of the rewritten files copied as they are
+// (copy, the default) and decoded and encoded again (decode): set
+// STREAMIDX_BENCH_ROW_GROUP below the entries of a file (131072 by
+// default) for files of several row groups.
+func BenchmarkMergeRowGroups(b *testing.B) {
+	for _, pattern := range []string{"tail", "uniform"} {
+		for _, decode := range []bool{false, true} {
+			name := pattern + "/copy"
+			if decode {
+				name = pattern + "/decode"
 			}
-			x.run(b, x.upserts(b, changed))
-		})
+			b.Run(name, func(b *testing.B) {
+				x := newBenchIndex(b)
+				x.opts.DecodeAllRowGroups = decode
+				every := benchEnvInt(b, "STREAMIDX_BENCH_EVERY", 100)
+				var changed []int64
+				if pattern == "tail" {
+					for i := x.rows - max(x.rows/every, 1); i < x.rows; i++ {
+						changed = append(changed, i)
+					}
+				} else {
+					for i := every / 2; i < x.rows; i += every {
+						changed = append(changed, i)
+					}
+				}
+				x.run(b, x.upserts(b, changed))
+			})
+		}
 	}
 }
 

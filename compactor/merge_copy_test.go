@@ -81,6 +81,36 @@ func TestMergeCopiesUntouchedRowGroups(t *testing.T) {
 	}
 }
 
+// TestMergeCopiesPastADenseChange: a change of more entries than the
+// merge looks ahead of (peekLimit) in one row group makes it read on
+// without copying, and still gives the model's entries; the files after it
+// still copy their untouched row groups.
+func TestMergeCopiesPastADenseChange(t *testing.T) {
+	defer func(n int) { peekLimit = n }(peekLimit)
+	peekLimit = 3
+	is := testIndexSchema(t)
+	x := newMergeFixture(t, is)
+	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: 1 << 30, TargetFileEntries: 1000, RowGroupRows: 100,
+		BatchRows: 50, PageSizeBytes: 512}, ReadBatchRows: 64, Parallelism: 1}
+	base := evenRows(3000)
+	prev := x.write(1<<30, base...)
+	var muts []mut
+	for i := range 10 {
+		muts = append(muts, mut{row(101, fmt.Sprintf("dense-%02d", i)), 1})
+	}
+	muts = append(muts, mut{row(4501, "new"), 1}, mut{row(4998, "payload-02499"), -1})
+	res, err := x.merge(prev, muts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := x.check(res.Entries), x.storedRows(applyModel(base, muts)); !slices.Equal(got, want) {
+		t.Fatalf("the index holds %d entries, want %d", len(got), len(want))
+	}
+	if res.RowGroupsCopied < 5 {
+		t.Errorf("%d row groups copied; want those of the last file the delta does not reach", res.RowGroupsCopied)
+	}
+}
+
 func statsText(s *format.FieldStats) string {
 	if s == nil {
 		return "none"
