@@ -20,7 +20,8 @@ import (
 // materialized; clustered by id) of STREAMIDX_BENCH_ROWS entries (default
 // 200000) whose _file values are data file paths as Iceberg writers name
 // them (long, a new one every 250,000 rows), in range files of
-// STREAMIDX_BENCH_TARGET bytes (default 16 KiB) with row groups of
+// STREAMIDX_BENCH_TARGET bytes or STREAMIDX_BENCH_ENTRIES entries (default
+// 16 KiB or 131072) with row groups of
 // STREAMIDX_BENCH_ROW_GROUP rows (default 8192, so that a small index still
 // has many files). They change rows by upsert (a delete of the old entry
 // and an insert at a new location): BenchmarkMergeTail and
@@ -72,7 +73,8 @@ type benchIndex struct {
 func newBenchIndex(b *testing.B) *benchIndex {
 	b.Helper()
 	x := &benchIndex{is: pkBenchSchema(b), dir: "file://" + filepath.ToSlash(b.TempDir()), rows: benchEnvInt(b, "STREAMIDX_BENCH_ROWS", 200000)}
-	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: benchEnvInt(b, "STREAMIDX_BENCH_TARGET", 16<<10), RowGroupRows: int(benchEnvInt(b, "STREAMIDX_BENCH_ROW_GROUP", 8192))}}
+	x.opts = MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: benchEnvInt(b, "STREAMIDX_BENCH_TARGET", 16<<10),
+		TargetFileEntries: benchEnvInt(b, "STREAMIDX_BENCH_ENTRIES", DefaultTargetFileEntries), RowGroupRows: int(benchEnvInt(b, "STREAMIDX_BENCH_ROW_GROUP", 8192))}}
 	w, err := NewRangeWriter(context.Background(), x.is, x.dir, x.opts.RangeWriterOptions)
 	if err != nil {
 		b.Fatal(err)
