@@ -68,7 +68,7 @@ func TestCopyRowGroupAssemblesAReadableFile(t *testing.T) {
 	// A key of one field comes from the row groups' statistics, one of
 	// two is read from their first and last entries.
 	t.Run("key id", func(t *testing.T) { testCopyRowGroup(t, rfSimpleIndex(t)) })
-	t.Run("key id, name", func(t *testing.T) { testCopyRowGroup(t, rfSimpleIndexClustered(t, 1, 2)) })
+	t.Run("key id, name", func(t *testing.T) { testCopyRowGroup(t, rfSimpleIndexOf(t, iceberg.PrimitiveTypes.Int64, 1, 2)) })
 }
 
 func testCopyRowGroup(t *testing.T, s *IndexSchema) {
@@ -184,53 +184,10 @@ func TestCopyRowGroupRefusesWhatItCannotCopy(t *testing.T) {
 	refused("a writer not made to copy", RangeFileOptions{}, "not made to copy")
 	// A file of another Parquet schema: one written before the key's type
 	// was promoted from int to long.
-	narrow := rfSimpleIndexWithInt(t)
+	narrow := rfSimpleIndexOf(t, iceberg.PrimitiveTypes.Int32, 1)
 	narrowData, _ := rfWrite(t, mem, narrow, rfRandomRows(narrow, 3, 300), RangeFileOptions{RowGroupRows: 100})
 	src = rfOpen(t, mem, narrowData, s)
 	refused("a file written before a type promotion", RangeFileOptions{CopyRowGroups: true}, "Parquet schema")
-}
-
-// rfSimpleIndexClustered is rfSimpleIndex clustered by the given fields.
-func rfSimpleIndexClustered(t testing.TB, cluster ...int) *IndexSchema {
-	t.Helper()
-	md := &Metadata{
-		IdentityFields: []int{1, 2},
-		MaterializedFields: []ExprField{
-			{FieldID: rfFileID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: Ref{ID: FieldIDFile}},
-			{FieldID: rfPosID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: Ref{ID: FieldIDPos}},
-		},
-		ClusterSpec: cluster,
-	}
-	src := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
-		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
-	s, err := NewIndexSchema(md, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// rfSimpleIndexWithInt is rfSimpleIndex before its key was promoted from
-// int to long.
-func rfSimpleIndexWithInt(t testing.TB) *IndexSchema {
-	t.Helper()
-	md := &Metadata{
-		IdentityFields: []int{1, 2},
-		MaterializedFields: []ExprField{
-			{FieldID: rfFileID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: Ref{ID: FieldIDFile}},
-			{FieldID: rfPosID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: Ref{ID: FieldIDPos}},
-		},
-		ClusterSpec: []int{1},
-	}
-	src := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int32},
-		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
-	s, err := NewIndexSchema(md, src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
 }
 
 var rfCopiedSamplePath = filepath.Join("testdata", "rangefile_copied_sample.parquet")

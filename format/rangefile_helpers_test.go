@@ -92,16 +92,23 @@ func rfTypesIndex(t testing.TB, keep func(iceberg.Type) bool) *IndexSchema {
 // key, a string, _file and _pos.
 func rfSimpleIndex(t testing.TB) *IndexSchema {
 	t.Helper()
+	return rfSimpleIndexOf(t, iceberg.PrimitiveTypes.Int64, 1)
+}
+
+// rfSimpleIndexOf is rfSimpleIndex with a key of type idType, clustered by
+// the given fields (1 the key, 2 the string).
+func rfSimpleIndexOf(t testing.TB, idType iceberg.Type, cluster ...int) *IndexSchema {
+	t.Helper()
 	md := &Metadata{
 		IdentityFields: []int{1, 2},
 		MaterializedFields: []ExprField{
 			{FieldID: rfFileID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: Ref{ID: FieldIDFile}},
 			{FieldID: rfPosID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: Ref{ID: FieldIDPos}},
 		},
-		ClusterSpec: []int{1},
+		ClusterSpec: cluster,
 	}
 	src := iceberg.NewSchema(0,
-		iceberg.NestedField{ID: 1, Name: "id", Type: iceberg.PrimitiveTypes.Int64},
+		iceberg.NestedField{ID: 1, Name: "id", Type: idType},
 		iceberg.NestedField{ID: 2, Name: "name", Type: iceberg.PrimitiveTypes.String})
 	s, err := NewIndexSchema(md, src)
 	if err != nil {
