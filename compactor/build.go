@@ -185,7 +185,7 @@ wait:
 	}
 	if err := writeSorted(ctx, w, enc, sorters, opts, func(rows int64) {
 		prog.RowsWritten = rows
-		prog.FilesWritten, prog.BytesWritten = len(w.Written()), w.BytesWritten()
+		prog.FilesWritten, prog.BytesWritten = w.Files(), w.BytesWritten()
 		report(false)
 	}); err != nil {
 		w.Abort()

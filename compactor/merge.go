@@ -586,11 +586,11 @@ func (m *merger) merge() error {
 		cur := start
 		extending, absorbed := true, false
 		for {
-			before := len(m.w.Written())
+			before := m.w.Files()
 			if err := m.mergeFile(cur, true); err != nil {
 				return err
 			}
-			if absorbed && len(m.w.Written()) > before {
+			if absorbed && m.w.Files() > before {
 				// The neighbour did not fit: extending further would only
 				// push the remainder along the index.
 				extending = false

@@ -147,6 +147,10 @@ type RangeWriter struct {
 	inflight     chan error
 	inflightRows int64
 	werr         error // the first write that failed
+	// closing, when set, delivers the end of the close of the last file
+	// finished (finishFile); files counts the files finished.
+	closing chan closedFile
+	files   int
 	// beforeWrite, when set (by tests), runs on the write's goroutine
 	// before the write.
 	beforeWrite func()
@@ -281,7 +285,7 @@ func (w *RangeWriter) CopyRowGroup(r *format.RangeFileReader, g int, rows int64)
 		return false, nil
 	}
 	_, open := w.open()
-	// Page indexes and the footer add about a tenth to the chunks.
+	// Page indexes and the footer add about an eighth to the chunks.
 	size := max(r.RowGroupBytes(g)+r.RowGroupBytes(g)/8, int64(w.opts.minEntrySize()*float64(rows)))
 	rest := size // the row group and what follows it
 	if w.remaining != nil {
@@ -643,19 +647,29 @@ func (w *RangeWriter) flushBatch() error {
 	}
 	w.rows += int64(w.chunkRows)
 	w.dropChunks()
+	// The batch is checked and counted in the file's statistics here,
+	// while the batch before is being encoded: the encoding is what the
+	// writer waits for.
+	p, perr := w.file.Prepare(rec)
+	rec.Release()
 	if err := w.wait(); err != nil {
-		rec.Release()
+		if p != nil {
+			p.Release()
+		}
 		return err
+	}
+	if perr != nil {
+		w.werr = fmt.Errorf("write range file %s: %w", w.out.Location(), perr)
+		return w.werr
 	}
 	w.flip ^= 1
 	file, done, before := w.file, make(chan error, 1), w.beforeWrite
 	w.inflight, w.inflightRows = done, w.rows
 	go func() {
-		defer rec.Release()
 		if before != nil {
 			before()
 		}
-		done <- file.Write(rec)
+		done <- file.WritePrepared(p)
 	}()
 	return nil
 }
@@ -687,6 +701,12 @@ func (w *RangeWriter) openFile() error {
 	return nil
 }
 
+// finishFile ends the open file: its last batch is written, and its close
+// (the row group's last pages compressed, dictionaries, page indexes and
+// footer written, the file published) runs on a goroutine of its own beside
+// the writes of the next file; the close of the file before is waited for
+// first, so at most one is in flight. Close and the next finishFile report
+// its failure.
 func (w *RangeWriter) finishFile() error {
 	if err := w.flushBatch(); err != nil {
 		return err
@@ -697,23 +717,54 @@ func (w *RangeWriter) finishFile() error {
 	if w.file == nil {
 		return nil
 	}
-	entry, err := w.file.Close()
-	if err != nil {
-		w.out.Abort()
-		return fmt.Errorf("finish range file %s: %w", w.out.Location(), err)
-	}
-	if err := w.out.Close(); err != nil {
+	if err := w.waitClose(); err != nil {
 		return err
 	}
-	entry.FilePath = w.out.Location()
-	if entry.RecordCount > 0 {
+	file, out, done := w.file, w.out, make(chan closedFile, 1)
+	w.file, w.out, w.size, w.rows, w.sizedRows, w.copiedRows, w.copiedBytes = nil, nil, 0, 0, 0, 0, 0
+	w.files++
+	w.closing = done
+	go func() {
+		entry, err := file.Close()
+		if err != nil {
+			out.Abort()
+			done <- closedFile{err: fmt.Errorf("finish range file %s: %w", out.Location(), err)}
+			return
+		}
+		if err := out.Close(); err != nil {
+			done <- closedFile{err: err}
+			return
+		}
+		entry.FilePath = out.Location()
+		done <- closedFile{entry: entry}
+	}()
+	return nil
+}
+
+// closedFile is the end of a file's close.
+type closedFile struct {
+	entry format.TrackingEntry
+	err   error
+}
+
+// waitClose waits for the close in flight, if any, and adds the file to
+// those written.
+func (w *RangeWriter) waitClose() error {
+	if w.closing == nil {
+		return nil
+	}
+	c := <-w.closing
+	w.closing = nil
+	if c.err != nil {
+		return c.err
+	}
+	if c.entry.RecordCount > 0 {
 		// Later files of this writer are estimated at the bytes per
 		// entry of this one, footer included.
-		w.entrySize = float64(entry.FileSizeInBytes) / float64(entry.RecordCount)
+		w.entrySize = float64(c.entry.FileSizeInBytes) / float64(c.entry.RecordCount)
 	}
-	w.bytes += entry.FileSizeInBytes
-	w.written = append(w.written, entry)
-	w.file, w.out, w.size, w.rows, w.sizedRows, w.copiedRows, w.copiedBytes = nil, nil, 0, 0, 0, 0, 0
+	w.bytes += c.entry.FileSizeInBytes
+	w.written = append(w.written, c.entry)
 	return nil
 }
 
@@ -739,7 +790,11 @@ func (w *RangeWriter) estimate(rows int64) int64 {
 // file written, in cluster order.
 func (w *RangeWriter) Close() ([]format.TrackingEntry, error) {
 	defer w.release()
-	if err := w.finishFile(); err != nil {
+	err := w.finishFile()
+	if cerr := w.waitClose(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return nil, err
 	}
 	return w.written, nil
@@ -758,6 +813,7 @@ func (w *RangeWriter) Abort() {
 
 func (w *RangeWriter) release() {
 	w.drain()
+	_ = w.waitClose() // a file finished stays in Written for the caller to remove
 	if !w.closed {
 		w.closed = true
 		w.dropChunks()
@@ -765,8 +821,12 @@ func (w *RangeWriter) release() {
 	}
 }
 
-// Written returns the tracking entries of the files finished so far.
+// Written returns the tracking entries of the files finished so far (the
+// one being closed once Close or Abort has returned).
 func (w *RangeWriter) Written() []format.TrackingEntry { return w.written }
+
+// Files counts the files finished so far, the one being closed included.
+func (w *RangeWriter) Files() int { return w.files }
 
 // BytesWritten is the size of the files finished so far.
 func (w *RangeWriter) BytesWritten() int64 { return w.bytes }

@@ -98,6 +98,9 @@ type RangeFileWriter struct {
 	acc        []statsAccumulator // by position in entries
 	rows       int64
 	lastKey    Key
+	// prepared counts the entries Prepare took in; rows those written,
+	// WritePrepared's (the two run on different goroutines).
+	prepared   int64
 	err        error // a failure of the Parquet writer; the file is lost
 	closed     bool
 	copies     *rowGroupCopies // with RangeFileOptions.CopyRowGroups
@@ -220,24 +223,52 @@ func arrowFieldID(f arrow.Field) (int, bool) {
 // whose clustering keys decrease within it or start below the last key
 // written; equal keys are fine. A refused batch leaves the writer as it was.
 func (w *RangeFileWriter) Write(rec arrow.RecordBatch) error {
-	if w.closed {
-		return errors.New("write range file: writer is closed")
-	}
 	if w.err != nil {
 		return w.err
 	}
-	cols, err := w.matchColumns(rec)
+	p, err := w.Prepare(rec)
 	if err != nil {
 		return err
 	}
+	return w.WritePrepared(p)
+}
+
+// PreparedBatch is a batch of entries checked and counted in the statistics
+// (Prepare), whose stored columns WritePrepared encodes.
+type PreparedBatch struct {
+	stored arrow.RecordBatch // nil for an empty batch
+}
+
+// Release drops a prepared batch that will not be written.
+func (p *PreparedBatch) Release() {
+	if p.stored != nil {
+		p.stored.Release()
+		p.stored = nil
+	}
+}
+
+// Prepare is the first half of Write: it checks rec's columns and the order
+// of its keys and takes its statistics in; WritePrepared encodes it. The two
+// halves of consecutive batches may run at the same time on two goroutines
+// (the next batch prepared while the one before is encoded), each half in
+// batch order; every prepared batch must be written, or released, before
+// the next is written. A refused batch leaves the writer as it was.
+func (w *RangeFileWriter) Prepare(rec arrow.RecordBatch) (*PreparedBatch, error) {
+	if w.closed {
+		return nil, errors.New("write range file: writer is closed")
+	}
+	cols, err := w.matchColumns(rec)
+	if err != nil {
+		return nil, err
+	}
 	n := int(rec.NumRows())
 	if n == 0 {
-		return nil
+		return &PreparedBatch{}, nil
 	}
 	views := make([]columnView, len(cols))
 	for i, col := range cols {
 		if views[i], err = newColumnView(w.acc[i].typ, col); err != nil {
-			return fmt.Errorf("write range file: %w", err)
+			return nil, fmt.Errorf("write range file: %w", err)
 		}
 	}
 	cluster := make([]columnView, len(w.clusterPos))
@@ -245,7 +276,7 @@ func (w *RangeFileWriter) Write(rec arrow.RecordBatch) error {
 		cluster[i] = views[pos]
 	}
 	if err := w.checkOrder(cluster, n); err != nil {
-		return err
+		return nil, err
 	}
 	for i := range views {
 		w.acc[i].add(views[i])
@@ -254,17 +285,29 @@ func (w *RangeFileWriter) Write(rec arrow.RecordBatch) error {
 	for i, pos := range w.storedPos {
 		storedCols[i] = cols[pos]
 	}
-	out := array.NewRecordBatch(w.stored, storedCols, int64(n))
-	defer out.Release()
-	if err := w.fw.WriteBuffered(out); err != nil {
+	w.lastKey = keyAt(cluster, n-1)
+	w.prepared += int64(n)
+	return &PreparedBatch{stored: array.NewRecordBatch(w.stored, storedCols, int64(n))}, nil
+}
+
+// WritePrepared encodes a batch Prepare returned, and releases it.
+func (w *RangeFileWriter) WritePrepared(p *PreparedBatch) error {
+	defer p.Release()
+	if w.err != nil {
+		return w.err
+	}
+	if p.stored == nil {
+		return nil
+	}
+	n := p.stored.NumRows()
+	if err := w.fw.WriteBuffered(p.stored); err != nil {
 		w.err = fmt.Errorf("write range file: %w", err)
 		return w.err
 	}
-	w.rows += int64(n)
+	w.rows += n
 	if w.copies != nil {
-		w.copies.written += int64(n)
+		w.copies.written += n
 	}
-	w.lastKey = keyAt(cluster, n-1)
 	return nil
 }
 
