@@ -214,6 +214,8 @@ func (m *merger) run(parts []*merger) (*MergeResult, error) {
 		var mended []format.TrackingEntry
 		res.Entries, mended, err = m.mendSeams(parts)
 		written = append(written, mended...)
+		res.RowGroupsCopied += m.seamCopied.RowGroupsCopied
+		res.EntriesCopied += m.seamCopied.EntriesCopied
 	}
 	if err != nil {
 		RemoveFiles(context.WithoutCancel(m.ctx), m.opts.Store, m.opts.Logger, written)
@@ -270,8 +272,8 @@ func (m *merger) mendSeams(parts []*merger) (entries, written []format.TrackingE
 		if err != nil {
 			return nil, written, err
 		}
-		m.res.RowGroupsCopied += seam.res.RowGroupsCopied
-		m.res.EntriesCopied += seam.res.EntriesCopied
+		m.seamCopied.RowGroupsCopied += seam.res.RowGroupsCopied
+		m.seamCopied.EntriesCopied += seam.res.EntriesCopied
 		entries = append(append(entries[:len(entries)-1], seam.res.Entries...), next[1:]...)
 	}
 	return entries, written, nil
@@ -328,13 +330,10 @@ func (m *merger) bufferDelta(pull func() (mutation, bool, error)) (buffered []mu
 				return nil, false, err
 			}
 		}
-		own := make([]byte, len(mu.key)+len(mu.value))
-		copy(own, mu.key)
-		copy(own[len(mu.key):], mu.value)
-		mu.key, mu.value = own[:len(mu.key):len(mu.key)], own[len(mu.key):]
+		mu = mu.owned()
 		last = mu.key
 		buffered = append(buffered, mu)
-		size += int64(len(own))
+		size += int64(len(mu.key) + len(mu.value))
 	}
 	return buffered, false, nil
 }
@@ -433,6 +432,16 @@ type mutation struct {
 	target     int // index in prev of the range file the key falls into
 }
 
+// owned returns mu with its key and value copied into one allocation: a
+// delta's are good only until it yields the next.
+func (mu mutation) owned() mutation {
+	own := make([]byte, len(mu.key)+len(mu.value))
+	copy(own, mu.key)
+	copy(own[len(mu.key):], mu.value)
+	mu.key, mu.value = own[:len(mu.key):len(mu.key)], own[len(mu.key):]
+	return mu
+}
+
 // merger carries one Merge.
 type merger struct {
 	ctx   context.Context
@@ -467,6 +476,9 @@ type merger struct {
 	source  int                    // the file of prev whose rows are being written, -1 for inserted ones
 	written []format.TrackingEntry // files of closed runs
 	res     MergeResult
+	// seamCopied counts the row groups (and their entries) that mending
+	// the seams between parts copied.
+	seamCopied MergeResult
 
 	// Where the run stands in the file being read, for the writer's
 	// estimate of what is still to come.
@@ -866,11 +878,7 @@ func (m *merger) reaches(r *format.RangeFileReader, before, next int) (bool, err
 				if err != nil || !ok {
 					return false, err
 				}
-				own := make([]byte, len(next.key)+len(next.value))
-				copy(own, next.key)
-				copy(own[len(next.key):], next.value)
-				next.key, next.value = own[:len(next.key):len(next.key)], own[len(next.key):]
-				m.ahead = append(m.ahead, next)
+				m.ahead = append(m.ahead, next.owned())
 			}
 			mu = m.ahead[i]
 		}
