@@ -100,10 +100,10 @@ type RangeFileWriter struct {
 	lastKey    Key
 	// prepared counts the entries Prepare took in; rows those written,
 	// WritePrepared's (the two run on different goroutines).
-	prepared   int64
-	err        error // a failure of the Parquet writer; the file is lost
-	closed     bool
-	copies     *rowGroupCopies // with RangeFileOptions.CopyRowGroups
+	prepared int64
+	err      error // a failure of the Parquet writer; the file is lost
+	closed   bool
+	copies   *rowGroupCopies // with RangeFileOptions.CopyRowGroups
 }
 
 // NewRangeFileWriter writes entries to w. Input batches have the Arrow schema
