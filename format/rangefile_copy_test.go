@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -253,29 +252,13 @@ func TestCopiedSampleRangeFile(t *testing.T) {
 // the entries: the Parquet statistics the copy takes in must order values
 // as Iceberg does.
 func TestCopyRowGroupKeepsStatisticsOfEveryType(t *testing.T) {
-	var fields []iceberg.NestedField
-	var ids []int
-	for i, typ := range rfSourceTypes {
-		fields = append(fields, iceberg.NestedField{ID: i + 1, Name: fmt.Sprintf("c_%d", i+1), Type: typ})
+	s := rfTypesIndexWith(t, func(typ iceberg.Type) bool {
 		switch typ.(type) {
 		case iceberg.Float32Type, iceberg.Float64Type:
-		default:
-			ids = append(ids, i+1)
+			return false
 		}
-	}
-	md := &Metadata{
-		IdentityFields: ids,
-		MaterializedFields: []ExprField{
-			{FieldID: rfFileID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.String, Expr: Ref{ID: FieldIDFile}},
-			{FieldID: rfPosID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: Ref{ID: FieldIDPos}},
-			{FieldID: rfBucketID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int32, Expr: NewApply("bucket", IntLit(16), Ref{ID: 15})},
-		},
-		ClusterSpec: []int{rfBucketID, 3},
-	}
-	s, err := NewIndexSchema(md, iceberg.NewSchema(0, fields...))
-	if err != nil {
-		t.Fatal(err)
-	}
+		return true
+	}, false, rfBucketID, 3)
 	if !CanCopyRowGroups(s) {
 		t.Fatal("the index cannot copy row groups")
 	}

@@ -61,6 +61,13 @@ func rfAllTypesIndex(t testing.TB) *IndexSchema {
 // columns whose type keep accepts only.
 func rfTypesIndex(t testing.TB, keep func(iceberg.Type) bool) *IndexSchema {
 	t.Helper()
+	return rfTypesIndexWith(t, keep, true, rfBucketID, 5, rfDayID)
+}
+
+// rfTypesIndexWith is rfTypesIndex clustered by the given fields, with or
+// without the non-materialized day field.
+func rfTypesIndexWith(t testing.TB, keep func(iceberg.Type) bool, withDay bool, cluster ...int) *IndexSchema {
+	t.Helper()
 	var fields []iceberg.NestedField
 	var ids []int
 	for i, typ := range rfSourceTypes {
@@ -76,10 +83,12 @@ func rfTypesIndex(t testing.TB, keep func(iceberg.Type) bool) *IndexSchema {
 			{FieldID: rfPosID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int64, Expr: Ref{ID: FieldIDPos}},
 			{FieldID: rfBucketID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Int32, Expr: NewApply("bucket", IntLit(16), Ref{ID: 15})},
 		},
-		NonMaterializedFields: []ExprField{
+		ClusterSpec: cluster,
+	}
+	if withDay {
+		md.NonMaterializedFields = []ExprField{
 			{FieldID: rfDayID, Type: ExprFieldType, DataType: iceberg.PrimitiveTypes.Date, Expr: NewApply("day", Ref{ID: 11})},
-		},
-		ClusterSpec: []int{rfBucketID, 5, rfDayID},
+		}
 	}
 	s, err := NewIndexSchema(md, iceberg.NewSchema(0, fields...))
 	if err != nil {
