@@ -807,16 +807,23 @@ func (m *merger) readFile(idx int) error {
 	if !m.opts.copyRowGroups || n < 2 {
 		return r.Read(m.ctx, nil, nil, batch)
 	}
+	// The row groups' statistics, taken once each: whether the delta
+	// reaches a row group is asked of it up to three times.
+	rows := make([]int64, n)
+	stats := make([]map[int]*format.FieldStats, n)
+	for g := range n {
+		rows[g], stats[g] = r.RowGroupStats(g)
+	}
 	for g := 0; g < n; {
-		if rows, untouched := m.untouched(idx, r.RangeFileReader, g); untouched {
-			copied, err := m.w.CopyRowGroup(r.RangeFileReader, g, rows)
+		if m.untouched(idx, stats[g]) {
+			copied, err := m.w.CopyRowGroup(r.RangeFileReader, g, rows[g])
 			if err != nil {
 				return err
 			}
 			if copied {
-				m.fileLeft -= rows
+				m.fileLeft -= rows[g]
 				m.res.RowGroupsCopied++
-				m.res.EntriesCopied += rows
+				m.res.EntriesCopied += rows[g]
 				g++
 				continue
 			}
@@ -825,7 +832,7 @@ func (m *merger) readFile(idx int) error {
 		// it: a read costs a reader of every column.
 		groups := []int{g}
 		for g++; g < n; g++ {
-			reached, err := m.reaches(r.RangeFileReader, g-1, g)
+			reached, err := m.reaches(stats[g-1], stats[g])
 			if err != nil {
 				return err
 			}
@@ -845,16 +852,14 @@ func (m *merger) readFile(idx int) error {
 // variable for tests).
 var peekLimit = 4096
 
-// reaches reports whether the delta changes row group next of a file whose
-// row group before it, before, is about to be read: whether the first
-// mutation above before's largest value of the first cluster field (by the
-// row groups' statistics) is at or below next's. It answers true when it
+// reaches reports whether the delta changes the row group of statistics
+// ns of a file whose row group before it, of statistics bs, is about to be
+// read: whether the first mutation above the largest value of the first
+// cluster field in bs is at or below the one in ns. It answers true when it
 // cannot tell: a statistic missing, or more than peekLimit mutations fall
-// in before, which then is most of what is to read.
-func (m *merger) reaches(r *format.RangeFileReader, before, next int) (bool, error) {
+// in the row group before, which then is most of what is to read.
+func (m *merger) reaches(bs, ns map[int]*format.FieldStats) (bool, error) {
 	f := m.is.ClusterFields()[0]
-	_, bs := r.RowGroupStats(before)
-	_, ns := r.RowGroupStats(next)
 	if bs[f.ID] == nil || bs[f.ID].UpperBound == nil || ns[f.ID] == nil || ns[f.ID].UpperBound == nil {
 		return true, nil
 	}
@@ -908,30 +913,28 @@ func (m *merger) next() (mutation, bool, error) {
 	return m.pull()
 }
 
-// untouched reports whether the delta changes nothing in row group g of
-// prev[idx], the next to be read, and gives its rows: no entry of the
+// untouched reports whether the delta changes nothing in the row group of
+// prev[idx] with the given statistics, the next to be read: no entry of the
 // previous row group's last key waits for more, and the next change is past
 // the file or above every value of the first cluster field in the row
-// group (its statistics; nulls, first in cluster order, are below any
-// change).
-func (m *merger) untouched(idx int, r *format.RangeFileReader, g int) (int64, bool) {
-	rows, stats := r.RowGroupStats(g)
+// group (nulls, first in cluster order, are below any change).
+func (m *merger) untouched(idx int, stats map[int]*format.FieldStats) bool {
 	if m.group.active {
-		return rows, false
+		return false
 	}
 	if !m.hasHead || m.head.target != idx {
-		return rows, true
+		return true
 	}
 	f := m.is.ClusterFields()[0]
 	st := stats[f.ID]
 	if st == nil || st.UpperBound == nil {
-		return rows, false
+		return false
 	}
 	head, _, err := format.DecodeKey(m.head.key, m.clusterTypes[:1])
 	if err != nil || head[0] == nil {
-		return rows, false
+		return false
 	}
-	return rows, format.Compare(f.Type, head[0], st.UpperBound) > 0
+	return format.Compare(f.Type, head[0], st.UpperBound) > 0
 }
 
 // entryBatch turns a batch of a range file's stored columns into a batch of

@@ -286,7 +286,8 @@ func (w *RangeWriter) CopyRowGroup(r *format.RangeFileReader, g int, rows int64)
 	}
 	_, open := w.open()
 	// Page indexes and the footer add about an eighth to the chunks.
-	size := max(r.RowGroupBytes(g)+r.RowGroupBytes(g)/8, int64(w.opts.minEntrySize()*float64(rows)))
+	chunks := r.RowGroupBytes(g)
+	size := max(chunks+chunks/8, int64(w.opts.minEntrySize()*float64(rows)))
 	rest := size // the row group and what follows it
 	if w.remaining != nil {
 		rest = max(rest, int64(w.perEntry()*float64(w.remaining())))

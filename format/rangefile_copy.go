@@ -2,11 +2,13 @@ package format
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -128,14 +130,9 @@ func liftRowGroup(r io.ReaderAt, size int64, fm tStruct, g int) (*rawRowGroup, e
 	if !ok {
 		return nil, errors.New("row group without columns")
 	}
-	read := func(off, n int64) ([]byte, error) {
-		if off < 4 || n < 0 || off > size-8 || n > size-8-off {
-			return nil, fmt.Errorf("%d bytes at offset %d are outside the file's %d", n, off, size)
-		}
-		buf := make([]byte, n)
-		_, err := r.ReadAt(buf, off)
-		return buf, err
-	}
+	// Where each chunk and its page indexes are, read below in as few
+	// reads as they allow: on an object store each read is a request.
+	var regions []region
 	for i, c := range cols {
 		cc, ok := c.(tStruct)
 		if !ok {
@@ -144,8 +141,7 @@ func liftRowGroup(r io.ReaderAt, size int64, fm tStruct, g int) (*rawRowGroup, e
 		if cc.field(1) != nil || cc.field(ccCrypto) != nil || cc.field(ccEncryptedMeta) != nil {
 			return nil, fmt.Errorf("column chunk %d is in another file or encrypted", i)
 		}
-		mdf := cc.field(ccMeta)
-		md, ok := mdf.valueStruct()
+		md, ok := cc.field(ccMeta).valueStruct()
 		if !ok {
 			return nil, fmt.Errorf("column chunk %d has no metadata", i)
 		}
@@ -159,32 +155,92 @@ func liftRowGroup(r io.ReaderAt, size int64, fm tStruct, g int) (*rawRowGroup, e
 		if d, ok := md.i64(cmDictPage); ok && d > 0 && d < start {
 			start = d
 		}
+		raw.chunks = append(raw.chunks, rawChunk{start: start, cc: cc, md: md})
 		n, _ := md.i64(cmCompressed)
-		ch := rawChunk{start: start, cc: cc, md: md}
-		var err error
-		if ch.data, err = read(start, n); err != nil {
-			return nil, fmt.Errorf("column chunk %d: %w", i, err)
-		}
+		regions = append(regions, region{what: fmt.Sprintf("column chunk %d", i), off: start, n: n, col: i, kind: regionChunk})
 		if off, ok := cc.i64(ccColIdx); ok {
 			n, _ := cc.i64(ccColIdxLen)
-			if ch.colIndex, err = read(off, n); err != nil {
-				return nil, fmt.Errorf("column index %d: %w", i, err)
-			}
+			regions = append(regions, region{what: fmt.Sprintf("column index %d", i), off: off, n: n, col: i, kind: regionColumnIndex})
 		}
 		if off, ok := cc.i64(ccOffIdx); ok {
 			n, _ := cc.i64(ccOffIdxLen)
-			b, err := read(off, n)
-			if err != nil {
-				return nil, fmt.Errorf("offset index %d: %w", i, err)
-			}
-			if ch.offIndex, _, err = readStruct(b); err != nil {
-				return nil, fmt.Errorf("offset index %d: %w", i, err)
+			regions = append(regions, region{what: fmt.Sprintf("offset index %d", i), off: off, n: n, col: i, kind: regionOffsetIndex})
+		}
+	}
+	if err := readRegions(r, size, regions); err != nil {
+		return nil, err
+	}
+	for _, rg := range regions {
+		ch := &raw.chunks[rg.col]
+		switch rg.kind {
+		case regionChunk:
+			ch.data = rg.data
+			raw.byteSize += int64(len(rg.data))
+		case regionColumnIndex:
+			ch.colIndex = rg.data
+		case regionOffsetIndex:
+			var err error
+			if ch.offIndex, _, err = readStruct(rg.data); err != nil {
+				return nil, fmt.Errorf("%s: %w", rg.what, err)
 			}
 		}
-		raw.chunks = append(raw.chunks, ch)
-		raw.byteSize += int64(len(ch.data))
 	}
 	return raw, nil
+}
+
+// region is a byte range of a file that liftRowGroup needs.
+type region struct {
+	what   string // for errors
+	off, n int64
+	col    int
+	kind   int
+	data   []byte // once read
+}
+
+const (
+	regionChunk = iota
+	regionColumnIndex
+	regionOffsetIndex
+)
+
+// maxRegionGap is the most bytes between two regions that readRegions reads
+// over to read both at once.
+const maxRegionGap = 64 << 10
+
+// readRegions reads every region of a file of size bytes, those at most
+// maxRegionGap apart in one read (a row group's chunks lie back to back,
+// and so do its page indexes).
+func readRegions(r io.ReaderAt, size int64, regions []region) error {
+	order := make([]int, len(regions))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(regions[a].off, regions[b].off) })
+	for i := 0; i < len(order); {
+		first := &regions[order[i]]
+		from, to := first.off, first.off+first.n
+		j := i
+		for ; j < len(order); j++ {
+			rg := &regions[order[j]]
+			if rg.off < 4 || rg.n < 0 || rg.off > size-8 || rg.n > size-8-rg.off {
+				return fmt.Errorf("%s: %d bytes at offset %d are outside the file's %d", rg.what, rg.n, rg.off, size)
+			}
+			if j > i && rg.off > to+maxRegionGap {
+				break
+			}
+			to = max(to, rg.off+rg.n)
+		}
+		buf := make([]byte, to-from)
+		if _, err := r.ReadAt(buf, from); err != nil {
+			return fmt.Errorf("%s: %w", first.what, err)
+		}
+		for _, k := range order[i:j] {
+			rg := &regions[k]
+			rg.data = buf[rg.off-from : rg.off-from+rg.n : rg.off-from+rg.n]
+		}
+		i = j
+	}
+	return nil
 }
 
 // valueStruct returns the struct a field holds.
@@ -326,13 +382,19 @@ type copySource struct {
 	schema []byte
 }
 
-func (r *RangeFileReader) copySource() (*copySource, error) {
+func (r *RangeFileReader) copySource(ctx context.Context) (*copySource, error) {
 	if r.copy != nil {
 		return r.copy, nil
 	}
-	fm, err := footerOf(r.src, r.src.size)
+	// The footer the Parquet reader holds, encoded again: no read of the
+	// file.
+	b, err := r.pf.MetaData().Serialize(ctx)
 	if err != nil {
-		return nil, r.failure("read footer of", err)
+		return nil, &CorruptFileError{Path: r.name, Err: fmt.Errorf("encode footer: %w", err)}
+	}
+	fm, _, err := readStruct(b)
+	if err != nil {
+		return nil, &CorruptFileError{Path: r.name, Err: err}
 	}
 	f := fm.field(fmSchema)
 	if f == nil {
@@ -389,8 +451,7 @@ type rowGroupCopies struct {
 	buf     bytes.Buffer
 	props   *parquet.WriterProperties
 	aprops  pqarrow.ArrowWriterProperties
-	schema  []byte // the Parquet schema this writer writes, encoded
-	written int64  // rows written through the Parquet writer
+	written int64 // rows written through the Parquet writer
 	copied  []*rawRowGroup
 	after   []int64 // of copied: the rows written through the Parquet writer before it
 	bytes   int64   // of the copied column chunks
@@ -398,11 +459,20 @@ type rowGroupCopies struct {
 }
 
 // ownSchema returns the encoded Parquet schema of the files this writer
-// writes: that of an empty file written with the same properties.
-func (c *rowGroupCopies) ownSchema(stored *arrow.Schema) ([]byte, error) {
-	if c.schema != nil {
-		return c.schema, nil
+// writes for index s: that of an empty file written with the same
+// properties, made once per index schema.
+func (c *rowGroupCopies) ownSchema(s *IndexSchema, stored *arrow.Schema) ([]byte, error) {
+	if s.parquetSchema == nil {
+		return c.encodeSchema(stored)
 	}
+	s.parquetSchema.once.Do(func() { s.parquetSchema.b, s.parquetSchema.err = c.encodeSchema(stored) })
+	return s.parquetSchema.b, s.parquetSchema.err
+}
+
+// encodeSchema writes an empty file with the writer's properties and
+// returns its Parquet schema, encoded. The properties that differ between
+// writers (row group and page sizes, the codec) do not show in it.
+func (c *rowGroupCopies) encodeSchema(stored *arrow.Schema) ([]byte, error) {
 	var buf bytes.Buffer
 	fw, err := pqarrow.NewFileWriter(stored, &buf, c.props, c.aprops)
 	if err != nil {
@@ -419,8 +489,7 @@ func (c *rowGroupCopies) ownSchema(stored *arrow.Schema) ([]byte, error) {
 	if f == nil {
 		return nil, errors.New("the Parquet writer wrote no schema")
 	}
-	c.schema = appendValue(nil, f.typ, f.v)
-	return c.schema, nil
+	return appendValue(nil, f.typ, f.v), nil
 }
 
 // finish writes the file to its destination and returns its size.
@@ -457,11 +526,11 @@ func (w *RangeFileWriter) CopyRowGroup(ctx context.Context, r *RangeFileReader, 
 	case g < 0 || g >= r.NumRowGroups():
 		return fmt.Errorf("copy row group: no row group %d of %d in %s", g, r.NumRowGroups(), r.name)
 	}
-	src, err := r.copySource()
+	src, err := r.copySource(ctx)
 	if err != nil {
 		return err
 	}
-	own, err := w.copies.ownSchema(w.stored)
+	own, err := w.copies.ownSchema(w.schema, w.stored)
 	if err != nil {
 		return fmt.Errorf("copy row group: %w", err)
 	}

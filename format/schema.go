@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
@@ -55,6 +56,16 @@ type IndexSchema struct {
 	fields  []IndexField
 	byID    map[int]int
 	cluster []int // positions in fields, cluster-spec order
+	// parquetSchema is the encoded Parquet schema of the range files
+	// written now, made once when a row group copy first asks for it.
+	parquetSchema *onceBytes
+}
+
+// onceBytes is a value computed once.
+type onceBytes struct {
+	once sync.Once
+	b    []byte
+	err  error
 }
 
 // NewIndexSchema resolves the definition in md against a source schema. The
@@ -64,7 +75,7 @@ func NewIndexSchema(md *Metadata, source *iceberg.Schema) (*IndexSchema, error) 
 	if err := checkEvaluable(md); err != nil {
 		return nil, err
 	}
-	s := &IndexSchema{byID: map[int]int{}}
+	s := &IndexSchema{byID: map[int]int{}, parquetSchema: &onceBytes{}}
 	names := map[string]bool{}
 	add := func(f IndexField) error {
 		if _, dup := s.byID[f.ID]; dup {
