@@ -110,6 +110,8 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	// updated at once share the cores, so that one index's large rewrite
 	// does not hold back another's small one.
 	share := max(1, runtime.GOMAXPROCS(0)/max(1, min(len(rc.Indexes), rc.MaxParallelUpdates)))
+	// Expiries remember what each tracking file lists (see flush.References).
+	refs := flush.NewReferences()
 	for _, ref := range rc.Indexes {
 		id, err := config.ParseTable(ref.Table)
 		if err != nil {
@@ -132,7 +134,8 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			AdaptiveMaxSnapshots: rc.Adaptive.MaxSnapshotsBehind, AdaptiveMaxLag: time.Duration(rc.Adaptive.MaxLag),
 			Range:        compactor.ConfiguredRangeWriter(cfg.Build, files),
 			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir, MergeParallelism: share,
-			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log},
+			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log,
+				References: refs},
 			Events: events, Logger: log,
 		})
 		if rewriteMu[name] == nil {

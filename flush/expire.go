@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/streamidx/streamidx/format"
@@ -41,6 +42,66 @@ type ExpireOptions struct {
 	// DryRun reports what would expire and be deleted, and changes nothing.
 	// Default: false.
 	DryRun bool
+	// References remembers the files each tracking file lists from one
+	// expiry to the next. Default: none, which reads every retained
+	// snapshot's tracking file at every expiry.
+	References *References
+}
+
+// References remembers which range files each tracking file lists, so that
+// expiries decode a tracking file once in its life (tracking files are
+// immutable) rather than every retained one each time: a daemon committing
+// every second retains an hour of index snapshots (see OrphanGrace), and
+// reading all of their tracking files at every expiry made each one cost
+// more than the updates between them. Safe for concurrent use; one per
+// process serves every index.
+type References struct {
+	mu    sync.Mutex
+	files map[string][]string // by index UUID and tracking file name
+}
+
+// NewReferences returns an empty References.
+func NewReferences() *References { return &References{files: map[string][]string{}} }
+
+func (r *References) get(key string) ([]string, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	names, ok := r.files[key]
+	return names, ok
+}
+
+func (r *References) put(key string, names []string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files[key] = names
+}
+
+// keep forgets the tracking files of index indexUUID that are not in live.
+func (r *References) keep(indexUUID string, live map[string]bool) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	prefix := indexUUID + "/"
+	for k := range r.files {
+		if strings.HasPrefix(k, prefix) && !live[k] {
+			delete(r.files, k)
+		}
+	}
+}
+
+// Len is how many tracking files are remembered.
+func (r *References) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.files)
 }
 
 func (o *ExpireOptions) ensureDefaults() {
@@ -211,28 +272,45 @@ func isTrackingFileName(base string) bool {
 }
 
 // referencedFiles returns the names (see fileName) of the tracking files of
-// md's snapshots and of the range files they list. A tracking file that
+// md's snapshots and of the range files they list, reading only the
+// tracking files opts.References does not know. A tracking file that
 // cannot be read stops the clean-up: what it references is unknown.
 func referencedFiles(ctx context.Context, md *format.Metadata, is func(*format.Metadata) (*format.IndexSchema, error), opts ExpireOptions) (map[string]bool, error) {
 	out := map[string]bool{}
 	if len(md.Snapshots) == 0 {
 		return out, nil
 	}
-	schema, err := is(md)
-	if err != nil {
-		return nil, fmt.Errorf("resolve index schema: %w", err)
-	}
+	var schema *format.IndexSchema
+	live := make(map[string]bool, len(md.Snapshots))
 	for i := range md.Snapshots {
 		s := &md.Snapshots[i]
-		out[fileName(s.TrackingFile)] = true
-		t, _, err := opts.Store.ReadTracking(ctx, md, s, schema)
-		if err != nil {
-			return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+		name := fileName(s.TrackingFile)
+		out[name] = true
+		key := md.IndexUUID + "/" + name
+		live[key] = true
+		names, ok := opts.References.get(key)
+		if !ok {
+			if schema == nil {
+				var err error
+				if schema, err = is(md); err != nil {
+					return nil, fmt.Errorf("resolve index schema: %w", err)
+				}
+			}
+			t, _, err := opts.Store.ReadTracking(ctx, md, s, schema)
+			if err != nil {
+				return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
+			}
+			names = make([]string, len(t.Entries))
+			for j, e := range t.Entries {
+				names[j] = fileName(e.FilePath)
+			}
+			opts.References.put(key, names)
 		}
-		for _, e := range t.Entries {
-			out[fileName(e.FilePath)] = true
+		for _, n := range names {
+			out[n] = true
 		}
 	}
+	opts.References.keep(md.IndexUUID, live)
 	return out, nil
 }
 

@@ -405,3 +405,48 @@ func TestRetainLastBoundsHistoryAfterTheGrace(t *testing.T) {
 		t.Errorf("snapshots left %v, want %v", got, want)
 	}
 }
+
+// TestExpireRemembersWhatTrackingFilesList: with References, an expiry
+// reads only the tracking files no earlier one read (a daemon committing
+// every second retains an hour of index snapshots), forgets those of
+// expired snapshots, and still deletes exactly what no kept snapshot lists.
+func TestExpireRemembersWhatTrackingFilesList(t *testing.T) {
+	f := newExpireFixture(t)
+	refs := NewReferences()
+	day := f.start.Add(-48 * time.Hour)
+	shared, a, b := f.rangeFile(), f.rangeFile(), f.rangeFile()
+	s1 := f.publish(f.cat, day, shared, a)
+	s2 := f.publish(f.cat, day.Add(time.Hour), shared, b)
+	if res := f.expire(ExpireOptions{RetainLast: 5, Now: f.later(), References: refs}); res.SnapshotsExpired != 0 || len(res.FilesDeleted) != 0 {
+		t.Fatalf("first expiry: %d snapshots expired, %v deleted; want nothing", res.SnapshotsExpired, res.FilesDeleted)
+	}
+	if n := refs.Len(); n != 2 {
+		t.Fatalf("remembers %d tracking files after the first expiry, want 2", n)
+	}
+	// Read once, s2's tracking file is not read again: made unreadable now,
+	// it does not stop the next expiry (it would without References, below).
+	if err := os.WriteFile(localPath(s2.TrackingFile), []byte("not a tracking file"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := f.rangeFile()
+	s3 := f.publish(f.cat, day.Add(2*time.Hour), shared, b, c)
+	res := f.expire(ExpireOptions{RetainLast: 2, Now: f.later(), References: refs})
+	if got, want := snapshotIDs(f.load()), []int64{s2.SnapshotID, s3.SnapshotID}; !slices.Equal(got, want) {
+		t.Fatalf("snapshots left %v, want %v", got, want)
+	}
+	want := []string{a.FilePath, s1.TrackingFile}
+	if got := slices.Sorted(slices.Values(res.FilesDeleted)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("deleted %v, want %v", got, want)
+	}
+	for _, loc := range []string{shared.FilePath, b.FilePath, c.FilePath, s3.TrackingFile} {
+		if !exists(loc) {
+			t.Errorf("%s is listed by a kept snapshot but was deleted", loc)
+		}
+	}
+	if n := refs.Len(); n != 2 {
+		t.Errorf("remembers %d tracking files, want only the 2 of kept snapshots", n)
+	}
+	if _, err := Expire(context.Background(), f.cat, f.table, "pk", f.schema, ExpireOptions{RetainLast: 2, Now: f.later()}); err == nil {
+		t.Error("without References an unreadable tracking file did not stop the clean-up, so the expiry above did not show that References spared the read")
+	}
+}
