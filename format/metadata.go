@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -150,19 +151,6 @@ func (m *Metadata) Field(id int) (f *ExprField, materialized bool) {
 		}
 	}
 	return nil, false
-}
-
-// Clone returns a deep copy that can be changed without touching m.
-func (m *Metadata) Clone() *Metadata {
-	data, err := m.MarshalJSON()
-	if err != nil {
-		panic(fmt.Sprintf("format: clone metadata: %v", err))
-	}
-	c, err := ParseMetadata(data)
-	if err != nil && !errors.Is(err, ErrUnsupportedIndexType) {
-		panic(fmt.Sprintf("format: clone metadata: %v", err))
-	}
-	return c
 }
 
 var metadataKeys = []string{
@@ -470,4 +458,27 @@ func MarshalType(t iceberg.Type) (json.RawMessage, error) {
 		return nil, err
 	}
 	return obj["type"], nil
+}
+
+// Clone returns a copy of m that shares nothing a caller may change with
+// m: its slices and maps are copied (expressions and types, which nothing
+// changes, are shared).
+func (m *Metadata) Clone() *Metadata {
+	c := *m
+	c.IdentityFields = slices.Clone(m.IdentityFields)
+	c.MaterializedFields = slices.Clone(m.MaterializedFields)
+	c.NonMaterializedFields = slices.Clone(m.NonMaterializedFields)
+	c.ClusterSpec = slices.Clone(m.ClusterSpec)
+	c.Properties = maps.Clone(m.Properties)
+	c.Snapshots = slices.Clone(m.Snapshots)
+	for i := range c.Snapshots {
+		c.Snapshots[i].Properties = maps.Clone(c.Snapshots[i].Properties)
+	}
+	c.MetadataLog = slices.Clone(m.MetadataLog)
+	c.EncryptionKeys = slices.Clone(m.EncryptionKeys)
+	for i := range c.EncryptionKeys {
+		c.EncryptionKeys[i].Properties = maps.Clone(c.EncryptionKeys[i].Properties)
+	}
+	c.Extra = maps.Clone(m.Extra)
+	return &c
 }

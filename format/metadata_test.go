@@ -1,6 +1,7 @@
 package format
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -411,5 +412,51 @@ func TestExprDepthLimitIsShared(t *testing.T) {
 	data, _ = MarshalExpr(tooDeep)
 	if _, err := ParseExpr(data); err == nil {
 		t.Errorf("reading %d deep: no error", MaxExprDepth+1)
+	}
+}
+
+// TestMetadataCloneSharesNothingChangeable: a clone equals its original,
+// and changing every list and map of the clone leaves the original as it
+// was (the store hands out clones of the metadata it keeps parsed).
+func TestMetadataCloneSharesNothingChangeable(t *testing.T) {
+	m, err := ParseMetadata(readFullMetadata(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Snapshots) > 0 && m.Snapshots[0].Properties == nil {
+		m.Snapshots[0].Properties = map[string]string{"written-by": "test"}
+	}
+	if len(m.Snapshots) == 0 || len(m.EncryptionKeys) == 0 || len(m.EncryptionKeys[0].Properties) == 0 ||
+		len(m.Properties) == 0 || len(m.MetadataLog) == 0 || len(m.IdentityFields) == 0 || len(m.MaterializedFields) == 0 || len(m.ClusterSpec) == 0 {
+		t.Fatal("the full metadata sample lacks a part this test changes")
+	}
+	before, err := m.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Clone()
+	if got, err := c.MarshalJSON(); err != nil || !bytes.Equal(got, before) {
+		t.Fatalf("clone differs from its original (%v):\n%s\n%s", err, got, before)
+	}
+	c.IdentityFields[0]++
+	c.MaterializedFields[0].FieldID++
+	c.ClusterSpec[0]++
+	c.Properties["changed"] = "yes"
+	c.Snapshots[0].SnapshotID++
+	c.Snapshots[0].Properties["changed"] = "yes"
+	c.MetadataLog[0].TimestampMs++
+	c.EncryptionKeys[0].KeyID = "changed"
+	c.EncryptionKeys[0].Properties["changed"] = "yes"
+	if c.Extra == nil {
+		c.Extra = map[string]json.RawMessage{}
+	}
+	c.Extra["changed"] = json.RawMessage(`1`)
+	c.Snapshots = append(c.Snapshots, Snapshot{SnapshotID: 1})
+	after, err := m.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(after, before) {
+		t.Errorf("changing the clone changed the original:\n%s\nwas\n%s", after, before)
 	}
 }

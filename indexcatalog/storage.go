@@ -18,23 +18,21 @@ import (
 // does not implement returns the metadata with an error wrapping
 // format.ErrUnsupportedIndexType.
 func readMetadata(ctx context.Context, store *objstore.Store, location string) (*format.Metadata, error) {
-	data, err := store.ReadFile(ctx, location)
-	if err != nil {
-		return nil, fmt.Errorf("read index metadata %s: %w", location, err)
-	}
-	md, err := format.ParseMetadata(data)
-	switch {
-	case errors.Is(err, format.ErrUnsupportedIndexType):
-		return md, err
-	case errors.Is(err, format.ErrUnknownFormatVersion):
-		return nil, fmt.Errorf("read index metadata %s: %w", location, err)
-	case err != nil:
-		return nil, &CorruptMetadataError{Location: location, Err: err}
-	}
-	if err := format.Validate(md, nil); err != nil {
-		return nil, &CorruptMetadataError{Location: location, Err: err}
-	}
-	return md, nil
+	return store.Metadata(ctx, location, func(data []byte) (*format.Metadata, error) {
+		md, err := format.ParseMetadata(data)
+		switch {
+		case errors.Is(err, format.ErrUnsupportedIndexType):
+			return md, err
+		case errors.Is(err, format.ErrUnknownFormatVersion):
+			return nil, fmt.Errorf("read index metadata %s: %w", location, err)
+		case err != nil:
+			return nil, &CorruptMetadataError{Location: location, Err: err}
+		}
+		if err := format.Validate(md, nil); err != nil {
+			return nil, &CorruptMetadataError{Location: location, Err: err}
+		}
+		return md, nil
+	})
 }
 
 // ReadMetadata reads the index metadata file at location as Load does: a

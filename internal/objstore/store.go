@@ -32,6 +32,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 	iceio "github.com/apache/iceberg-go/io"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/streamidx/streamidx/format"
 )
 
 // ErrNoConditionalCreate is returned (wrapped) when a file must be created
@@ -71,6 +73,7 @@ type Store struct {
 	opts     Options
 	log      *slog.Logger
 	tracking *lru[*Tracking]
+	metadata *lru[*format.Metadata] // parsed index metadata files, by location
 	footers  *lru[*metadata.FileMetaData]
 	lookups  *lru[any]
 	making   singleflight.Group // of lookup cache entries
@@ -88,7 +91,7 @@ func New(opts Options) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{opts: opts, log: log, tracking: newLRU[*Tracking](opts.TrackingCacheFiles, 0),
+	return &Store{opts: opts, log: log, tracking: newLRU[*Tracking](opts.TrackingCacheFiles, 0), metadata: newLRU[*format.Metadata](metadataCacheFiles, 0),
 		footers: newLRU[*metadata.FileMetaData](0, opts.FooterCacheBytes), lookups: newLRU[any](0, opts.LookupCacheBytes),
 		fss: map[string]iceio.IO{}}
 }
