@@ -24,6 +24,7 @@ import (
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/tablecache"
 )
 
 // globals are the flags every command takes.
@@ -207,7 +208,8 @@ func (e *env) openSQLCatalog(dialect sqlcat.SupportedDialect) error {
 	if err != nil {
 		return fmt.Errorf("open SQL catalog %s: %w", e.cfg.Catalog.URI, err)
 	}
-	e.cat = cat
+	// Tables are parsed again only when their metadata file changes.
+	e.cat = tablecache.New(cat, e.db, dialect == sqlcat.Postgres, e.cfg.Catalog.Name)
 	return nil
 }
 
