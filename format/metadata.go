@@ -274,7 +274,6 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 		{"last-updated-ms", &m.LastUpdatedMs},
 		{"type", &m.Type},
 		{"properties", &m.Properties},
-		{"snapshots", &m.Snapshots},
 		{"metadata-log", &m.MetadataLog},
 		{"encryption-keys", &m.EncryptionKeys},
 	}
@@ -284,7 +283,6 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 		key, entry string
 		required   []string
 	}{
-		{"snapshots", "snapshot", []string{"snapshot-id", "source-table-snapshot-id", "timestamp-ms", "tracking-file"}},
 		{"metadata-log", "metadata-log entry", []string{"metadata-file", "timestamp-ms"}},
 		{"encryption-keys", "encryption-keys entry", []string{"key-id", "encrypted-key-metadata"}},
 	} {
@@ -297,6 +295,11 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 			return nil, err
 		}
 	}
+	snaps, err := decodeSnapshots(obj["snapshots"])
+	if err != nil {
+		return nil, err
+	}
+	m.Snapshots = snaps
 	for k, v := range obj {
 		if !slices.Contains(metadataKeys, k) {
 			if m.Extra == nil {
@@ -341,6 +344,49 @@ func ParseMetadata(data []byte) (*Metadata, error) {
 		}
 	}
 	return m, nil
+}
+
+// snapshotJSON is a snapshot as written, its required fields pointers so
+// that one absent or null tells from a zero.
+type snapshotJSON struct {
+	SnapshotID            *int64            `json:"snapshot-id"`
+	SourceTableSnapshotID *int64            `json:"source-table-snapshot-id"`
+	TimestampMs           *int64            `json:"timestamp-ms"`
+	TrackingFile          *string           `json:"tracking-file"`
+	Properties            map[string]string `json:"properties"`
+	KeyID                 string            `json:"key-id"`
+}
+
+// decodeSnapshots reads the snapshots list in one pass, its entries'
+// required fields required (an index with an hour of snapshots at a commit
+// a second has thousands of them). An absent or null list is an empty one.
+func decodeSnapshots(raw json.RawMessage) ([]Snapshot, error) {
+	if raw == nil || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	var in []snapshotJSON
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return nil, fmt.Errorf("parse index metadata: field %q: %w", "snapshots", err)
+	}
+	out := make([]Snapshot, len(in))
+	for i, s := range in {
+		for _, f := range []struct {
+			name    string
+			missing bool
+		}{
+			{"snapshot-id", s.SnapshotID == nil},
+			{"source-table-snapshot-id", s.SourceTableSnapshotID == nil},
+			{"timestamp-ms", s.TimestampMs == nil},
+			{"tracking-file", s.TrackingFile == nil},
+		} {
+			if f.missing {
+				return nil, fmt.Errorf("parse index metadata: snapshot %d has no %q, which is required", i, f.name)
+			}
+		}
+		out[i] = Snapshot{SnapshotID: *s.SnapshotID, SourceTableSnapshotID: *s.SourceTableSnapshotID, TimestampMs: *s.TimestampMs,
+			TrackingFile: *s.TrackingFile, Properties: s.Properties, KeyID: s.KeyID}
+	}
+	return out, nil
 }
 
 func decodeField(obj map[string]json.RawMessage, key string, dst any) error {

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-func readFullMetadata(t *testing.T) []byte {
+func readFullMetadata(t testing.TB) []byte {
 	t.Helper()
 	data, err := os.ReadFile("testdata/metadata_full.json")
 	if err != nil {
