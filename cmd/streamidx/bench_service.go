@@ -345,6 +345,8 @@ func benchDaemon(ctx context.Context, b *bench) error {
 	defer daemon.stop()
 	window := min(b.duration, serviceDuration)
 	b.note("daemon: keeping pk fresh for %s while an upsert of %d orders commits every second", window, serviceUpserts)
+	stat := fmt.Sprintf("/proc/%d/stat", daemon.cmd.Process.Pid)
+	cpuBefore, cpuErr := procCPU(stat)
 	commits, err := workload.Stream(ctx, tbl, workload.StreamOptions{Rows: b.rows, Upserts: serviceUpserts, Pattern: "tail",
 		Interval: time.Second, Commits: max(int(window/time.Second), 1), Seed: 5})
 	if err != nil {
@@ -354,10 +356,23 @@ func benchDaemon(ctx context.Context, b *bench) error {
 		return err
 	}
 	rss := daemon.peakRSS()
+	// Its CPU time while the commits came, whatever it did between them
+	// (polls, expiries, metadata reads), per commit.
+	cpuAfter, err := procCPU(stat)
+	if cpuErr == nil {
+		cpuErr = err
+	}
 	if err := daemon.stop(); err != nil {
 		return err
 	}
 	b.note("daemon: %d commits; peak RSS %.0f MiB", len(commits), mib(rss))
 	b.add(figure{Name: "daemon.rss", Value: mib(rss), Unit: "MiB", Goal: "< 512", Met: ptr(mib(rss) < 512)})
+	if cpuErr != nil {
+		b.note("daemon: its CPU time is not known: %v", cpuErr)
+		return nil
+	}
+	perCommit := (cpuAfter - cpuBefore) / time.Duration(max(len(commits), 1))
+	b.note("daemon: %s of CPU over %d commits, %s a commit", (cpuAfter - cpuBefore).Round(time.Millisecond), len(commits), perCommit.Round(100*time.Microsecond))
+	b.add(figure{Name: "daemon.cpu_per_commit", Value: ms(perCommit), Unit: "ms"})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The peak resident memory of a process, as its own figure. A child's
@@ -59,4 +60,36 @@ func readPeakRSS(path string) (int64, error) {
 		return 0, fmt.Errorf("the peak RSS the child reported in %s: %w", path, err)
 	}
 	return n, nil
+}
+
+// userHZ is the unit of the CPU times in /proc/PID/stat: USER_HZ, 100 on
+// every Linux architecture Go supports.
+const userHZ = 100
+
+// procCPU reads the CPU time a process has used so far (user and system)
+// from a /proc stat file (/proc/self/stat, /proc/PID/stat).
+func procCPU(statPath string) (time.Duration, error) {
+	data, err := os.ReadFile(statPath)
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// the fields are counted from the last ')'.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, fmt.Errorf("%s: no command name", statPath)
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 || len(f[0]) != 1 {
+		return 0, fmt.Errorf("%s: not a /proc stat file (a state letter and at least 13 fields after the command name)", statPath)
+	}
+	var ticks int64
+	for _, v := range f[11:13] { // utime and stime, fields 14 and 15
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: CPU time %q: %w", statPath, v, err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ, nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"runtime"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // A child's peak RSS in the bench's figures is its own: a parent that holds
@@ -26,4 +28,37 @@ func TestChildPeakRSSIsTheChildsOwn(t *testing.T) {
 		t.Fatalf("peak RSS of streamidx gen-table reported as %d MiB with the parent holding %d MiB: want the child's own, above 0 and well under the parent's", r.maxRSS>>20, held>>20)
 	}
 	t.Logf("streamidx gen-table: peak RSS %d MiB", r.maxRSS>>20)
+}
+
+// procCPU reads a process's CPU time: this one's grows by about what it
+// burns, and agrees with getrusage.
+func TestProcCPUReadsTheProcessCPUTime(t *testing.T) {
+	before, err := procCPU("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	x := uint64(1)
+	for start := time.Now(); time.Since(start) < 300*time.Millisecond; {
+		for range 1 << 16 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+	}
+	after, err := procCPU("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	rusage := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if d := after - before; d < 100*time.Millisecond {
+		t.Errorf("burning 300 ms of CPU added %s to the process's CPU time (%d)", d, x)
+	}
+	if diff := (rusage - after).Abs(); diff > 200*time.Millisecond {
+		t.Errorf("procCPU %s, getrusage %s: they disagree", after, rusage)
+	}
+	if _, err := procCPU("/proc/self/status"); err == nil {
+		t.Error("a status file read as a stat file")
+	}
 }
