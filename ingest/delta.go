@@ -211,6 +211,9 @@ type delta struct {
 	// only by their equality field IDs, so that each group is resolved in
 	// one call.
 	addedEq map[string][]iceberg.DataFile
+	// eqNewOnly and eqOldOnly hold the equality delete files live in one
+	// snapshot only (see tablescan.DeleteIndex.EqualityNotIn).
+	eqNewOnly, eqOldOnly *tablescan.DeleteIndex
 	// fileAt and posAt are the places of _file and _pos in an entry (-1:
 	// none); identity maps a source field ID to the place of the entry
 	// field that holds its value unchanged.
@@ -363,6 +366,7 @@ func (d *delta) diffWholeFiles(added, removed []tablescan.Entry) error {
 // deletes changed: both (listed by manifests of one snapshot only) and the
 // files of the manifests common lists.
 func (d *delta) diffChanged(both []tablescan.Entry, common []iceberg.ManifestFile) error {
+	d.eqNewOnly, d.eqOldOnly = d.new.deletes.EqualityNotIn(d.old.deletes), d.old.deletes.EqualityNotIn(d.new.deletes)
 	var plans []*bothPlan
 	plan := func(ref tablescan.Entry) error {
 		p, err := d.planBoth(ref)
@@ -421,6 +425,24 @@ func (d *delta) liveFiles(manifests []iceberg.ManifestFile) (map[string]tablesca
 	return data, deletes, nil
 }
 
+// missingFrom returns the files of l that other lacks, by location.
+func missingFrom(l, other []tablescan.DeleteFile) []tablescan.DeleteFile {
+	if len(l) == 0 {
+		return nil
+	}
+	in := make(map[string]bool, len(other))
+	for _, y := range other {
+		in[y.File.FilePath()] = true
+	}
+	var out []tablescan.DeleteFile
+	for _, x := range l {
+		if !in[x.File.FilePath()] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func sortedRefs(m map[string]tablescan.Entry) []tablescan.Entry {
 	out := make([]tablescan.Entry, 0, len(m))
 	for _, r := range m {
@@ -471,16 +493,14 @@ type bothPlan struct {
 // reading only the equality columns (keys), and the rows whose liveness
 // changed are compared. It returns nil for an unchanged file.
 func (d *delta) planBoth(ref tablescan.Entry) (*bothPlan, error) {
-	appOld := d.old.deletes.Applicable(ref.File, ref.Seq)
-	appNew := d.new.deletes.Applicable(ref.File, ref.Seq)
-	inOld := map[string]bool{}
-	for _, x := range appOld {
-		inOld[x.File.FilePath()] = true
-	}
-	inNew := map[string]bool{}
-	for _, x := range appNew {
-		inNew[x.File.FilePath()] = true
-	}
+	// What applies in the new snapshot only, and in the old only: the
+	// position deletes compared file by file (a new deletion vector hides
+	// the position delete files it replaces), the equality deletes taken
+	// from those that one snapshot holds and the other does not.
+	posOld := d.old.deletes.ApplicablePositions(ref.File, ref.Seq)
+	posNew := d.new.deletes.ApplicablePositions(ref.File, ref.Seq)
+	newOnly := append(missingFrom(posNew, posOld), d.eqNewOnly.Applicable(ref.File, ref.Seq)...)
+	oldOnly := append(missingFrom(posOld, posNew), d.eqOldOnly.Applicable(ref.File, ref.Seq)...)
 	p := &bothPlan{ref: ref, explicit: roaring64.New(), indexed: true}
 	seen := map[*resolution]bool{} // the delete files of a group share one
 	changed := false
@@ -514,18 +534,14 @@ func (d *delta) planBoth(ref tablescan.Entry) (*bothPlan, error) {
 		}
 		return nil
 	}
-	for _, x := range appNew {
-		if !inOld[x.File.FilePath()] {
-			if err := classify(x, true); err != nil {
-				return nil, err
-			}
+	for _, x := range newOnly {
+		if err := classify(x, true); err != nil {
+			return nil, err
 		}
 	}
-	for _, x := range appOld {
-		if !inNew[x.File.FilePath()] {
-			if err := classify(x, false); err != nil {
-				return nil, err
-			}
+	for _, x := range oldOnly {
+		if err := classify(x, false); err != nil {
+			return nil, err
 		}
 	}
 	if !changed || !p.positions && !p.whole && !p.keys && p.explicit.IsEmpty() {

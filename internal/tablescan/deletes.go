@@ -284,24 +284,70 @@ func (ix *DeleteIndex) Records() int64 { return ix.numRecords }
 //   - equality delete files with a strictly higher sequence number, of an
 //     unpartitioned spec or of the file's spec and partition.
 func (ix *DeleteIndex) Applicable(file iceberg.DataFile, dataSeq int64) []DeleteFile {
+	out := ix.ApplicablePositions(file, dataSeq)
+	out = append(out, newerThan(ix.eqGlobal, dataSeq)...)
+	return append(out, newerThan(ix.eqByTuple[partitionKey(file)], dataSeq)...)
+}
+
+// ApplicablePositions is the part of Applicable that deletes positions:
+// the file's deletion vector, or else the position delete files that may
+// name it.
+func (ix *DeleteIndex) ApplicablePositions(file iceberg.DataFile, dataSeq int64) []DeleteFile {
 	var out []DeleteFile
 	path := file.FilePath()
 	if d, ok := ix.dvs[path]; ok && d.Seq >= dataSeq {
-		out = append(out, d)
-	} else {
-		for _, d := range ix.posByFile[path] {
-			if d.Seq >= dataSeq {
-				out = append(out, d)
-			}
-		}
-		for _, d := range ix.posShared {
-			if d.Seq >= dataSeq && mayName(d.File, path) {
-				out = append(out, d)
-			}
+		return append(out, d)
+	}
+	for _, d := range ix.posByFile[path] {
+		if d.Seq >= dataSeq {
+			out = append(out, d)
 		}
 	}
-	out = append(out, newerThan(ix.eqGlobal, dataSeq)...)
-	return append(out, newerThan(ix.eqByTuple[partitionKey(file)], dataSeq)...)
+	for _, d := range ix.posShared {
+		if d.Seq >= dataSeq && mayName(d.File, path) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// EqualityNotIn returns an index that holds the equality delete files of ix
+// that other lacks (by location), and nothing else. Whether an equality
+// delete file applies to a data file depends on the two files alone (their
+// sequence numbers and partitions), not on what else a snapshot holds, so
+// Applicable of the result is what ix's equality deletes add for a data
+// file to those of other: a delta between two snapshots of a table with
+// thousands of live equality delete files meets only the few its commits
+// added, rather than every one for every data file.
+func (ix *DeleteIndex) EqualityNotIn(other *DeleteIndex) *DeleteIndex {
+	in := map[string]bool{}
+	for _, d := range other.eqGlobal {
+		in[d.File.FilePath()] = true
+	}
+	for _, l := range other.eqByTuple {
+		for _, d := range l {
+			in[d.File.FilePath()] = true
+		}
+	}
+	out := &DeleteIndex{specs: ix.specs, eqByTuple: map[string][]DeleteFile{}}
+	keep := func(l []DeleteFile) []DeleteFile {
+		var kept []DeleteFile
+		for _, d := range l {
+			if !in[d.File.FilePath()] {
+				kept = append(kept, d)
+				out.numDeletes++
+				out.numRecords += d.File.Count()
+			}
+		}
+		return kept
+	}
+	out.eqGlobal = keep(ix.eqGlobal)
+	for k, l := range ix.eqByTuple {
+		if kept := keep(l); len(kept) > 0 {
+			out.eqByTuple[k] = kept
+		}
+	}
+	return out
 }
 
 // newerThan returns the files of sorted (by Seq) with Seq > seq.
