@@ -58,10 +58,16 @@ type ExpireOptions struct {
 type References struct {
 	mu    sync.Mutex
 	files map[string][]string // by index UUID and tracking file name
+	// names holds one copy of each range file name the lists hold: the
+	// snapshots of an index share most of their range files, and an hour
+	// of snapshots would otherwise hold hundreds of thousands of copies.
+	names map[string]string
 }
 
 // NewReferences returns an empty References.
-func NewReferences() *References { return &References{files: map[string][]string{}} }
+func NewReferences() *References {
+	return &References{files: map[string][]string{}, names: map[string]string{}}
+}
 
 func (r *References) get(key string) ([]string, bool) {
 	if r == nil {
@@ -79,6 +85,14 @@ func (r *References) put(key string, names []string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	for i, n := range names {
+		if kept, ok := r.names[n]; ok {
+			names[i] = kept
+		} else {
+			n = strings.Clone(n) // not the tracking entry's whole path
+			r.names[n], names[i] = n, n
+		}
+	}
 	r.files[key] = names
 }
 
@@ -93,6 +107,12 @@ func (r *References) keep(indexUUID string, live map[string]bool) {
 	for k := range r.files {
 		if strings.HasPrefix(k, prefix) && !live[k] {
 			delete(r.files, k)
+		}
+	}
+	clear(r.names)
+	for _, l := range r.files {
+		for _, n := range l {
+			r.names[n] = n
 		}
 	}
 }

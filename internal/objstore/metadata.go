@@ -7,10 +7,13 @@ import (
 	"github.com/streamidx/streamidx/format"
 )
 
-// metadataCacheFiles is how many parsed index metadata files a Store keeps:
-// the current ones of the indexes a process serves and updates, and the
-// bases of their commits.
-const metadataCacheFiles = 64
+// The parsed index metadata files a Store keeps: the current ones of the
+// indexes a process serves and updates, and the bases of their commits. A
+// file is counted by its size; parsed, it takes a few times that.
+const (
+	metadataCacheFiles = 32
+	metadataCacheBytes = 16 << 20
+)
 
 // Metadata returns the index metadata file at location, parsed and checked
 // by parse, which runs only when the Store does not hold the file parsed
@@ -34,6 +37,6 @@ func (s *Store) Metadata(ctx context.Context, location string, parse func(data [
 	if err != nil {
 		return md, err
 	}
-	s.metadata.put(key, md.Clone(), 1)
+	s.metadata.put(key, md.Clone(), int64(len(data)))
 	return md, nil
 }

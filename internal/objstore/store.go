@@ -91,7 +91,7 @@ func New(opts Options) *Store {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{opts: opts, log: log, tracking: newLRU[*Tracking](opts.TrackingCacheFiles, 0), metadata: newLRU[*format.Metadata](metadataCacheFiles, 0),
+	return &Store{opts: opts, log: log, tracking: newLRU[*Tracking](opts.TrackingCacheFiles, 0), metadata: newLRU[*format.Metadata](metadataCacheFiles, metadataCacheBytes),
 		footers: newLRU[*metadata.FileMetaData](0, opts.FooterCacheBytes), lookups: newLRU[any](0, opts.LookupCacheBytes),
 		fss: map[string]iceio.IO{}}
 }
