@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unique"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
@@ -58,16 +59,10 @@ type ExpireOptions struct {
 type References struct {
 	mu    sync.Mutex
 	files map[string][]string // by index UUID and tracking file name
-	// names holds one copy of each range file name the lists hold: the
-	// snapshots of an index share most of their range files, and an hour
-	// of snapshots would otherwise hold hundreds of thousands of copies.
-	names map[string]string
 }
 
 // NewReferences returns an empty References.
-func NewReferences() *References {
-	return &References{files: map[string][]string{}, names: map[string]string{}}
-}
+func NewReferences() *References { return &References{files: map[string][]string{}} }
 
 func (r *References) get(key string) ([]string, bool) {
 	if r == nil {
@@ -85,14 +80,6 @@ func (r *References) put(key string, names []string) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, n := range names {
-		if kept, ok := r.names[n]; ok {
-			names[i] = kept
-		} else {
-			n = strings.Clone(n) // not the tracking entry's whole path
-			r.names[n], names[i] = n, n
-		}
-	}
 	r.files[key] = names
 }
 
@@ -107,12 +94,6 @@ func (r *References) keep(indexUUID string, live map[string]bool) {
 	for k := range r.files {
 		if strings.HasPrefix(k, prefix) && !live[k] {
 			delete(r.files, k)
-		}
-	}
-	clear(r.names)
-	for _, l := range r.files {
-		for _, n := range l {
-			r.names[n] = n
 		}
 	}
 }
@@ -320,9 +301,11 @@ func referencedFiles(ctx context.Context, md *format.Metadata, is func(*format.M
 			if err != nil {
 				return nil, fmt.Errorf("snapshot %d: %w", s.SnapshotID, err)
 			}
+			// One copy of each name however many snapshots list it (they
+			// share most of their range files), not the entry's whole path.
 			names = make([]string, len(t.Entries))
 			for j, e := range t.Entries {
-				names[j] = fileName(e.FilePath)
+				names[j] = unique.Make(fileName(e.FilePath)).Value()
 			}
 			opts.References.put(key, names)
 		}
