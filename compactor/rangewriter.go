@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -194,7 +195,7 @@ func NewRangeWriter(ctx context.Context, s *format.IndexSchema, dir string, opts
 		return nil, err
 	}
 	w := &RangeWriter{ctx: ctx, schema: s, dir: dir, opts: opts, arrowSchema: as,
-		dense: [2][]denseBuffers{make([]denseBuffers, as.NumFields()), make([]denseBuffers, as.NumFields())}}
+		dense: [2][]denseBuffers{spareDense.take(as.NumFields()), spareDense.take(as.NumFields())}}
 	pos := map[int]int{}
 	for i, f := range s.Fields() {
 		pos[f.ID] = i
@@ -536,6 +537,65 @@ func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.
 	return array.MakeFromData(data), nil
 }
 
+// spareDense keeps the decode buffers of range writers that closed for the
+// writers that open next. A daemon's update opens a writer per changed part
+// of the index, and a column of file paths joined into fresh buffers costs
+// more in zeroing and faulting in new memory than in copying the values
+// (a third of a tail update's CPU in a daemon that also answers lookups,
+// whose allocations keep the heap from holding freed memory).
+var spareDense = denseSpares{limit: 64 << 20}
+
+// denseSpares is a free list of per-column buffer sets holding at most
+// limit bytes of capacity; a set beyond it is left to the collector.
+type denseSpares struct {
+	mu    sync.Mutex
+	sets  [][]denseBuffers
+	bytes int
+	limit int
+}
+
+// take returns a set of n column buffers, kept ones when it has a set of
+// that width.
+func (s *denseSpares) take(n int) []denseBuffers {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.sets) - 1; i >= 0; i-- {
+		if set := s.sets[i]; len(set) == n {
+			s.sets = slices.Delete(s.sets, i, i+1)
+			s.bytes -= denseCapacity(set)
+			return set
+		}
+	}
+	return make([]denseBuffers, n)
+}
+
+// put keeps set for a later take, unless that would pass the limit.
+func (s *denseSpares) put(set []denseBuffers) {
+	if set == nil {
+		return
+	}
+	size := denseCapacity(set)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.bytes+size > s.limit {
+		return
+	}
+	for i := range set {
+		clear(set[i].values)
+	}
+	s.sets = append(s.sets, set)
+	s.bytes += size
+}
+
+// denseCapacity is the bytes the buffers of set hold.
+func denseCapacity(set []denseBuffers) int {
+	n := 0
+	for _, b := range set {
+		n += 4*cap(b.offsets) + cap(b.data) + cap(b.valid) + 24*cap(b.values)
+	}
+	return n
+}
+
 // binaryValueAt returns the bytes of row i of a string or binary array, or
 // of a dictionary of one, and false for a null.
 func binaryValueAt(a arrow.Array, i int) ([]byte, bool) {
@@ -819,6 +879,11 @@ func (w *RangeWriter) release() {
 		w.closed = true
 		w.dropChunks()
 		w.builder.Release()
+		// No write is in flight any more: nothing reads the buffers.
+		for i, set := range w.dense {
+			spareDense.put(set)
+			w.dense[i] = nil
+		}
 	}
 }
 

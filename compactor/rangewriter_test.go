@@ -254,3 +254,88 @@ func TestRangeWriterGathersSlicesInOrder(t *testing.T) {
 		}
 	}
 }
+
+// dictionaryBatch is n entries of keys from first, with payloads given as a
+// dictionary of strings, as a merge reads them from a range file.
+func dictionaryBatch(t *testing.T, first int64, n int, payload func(i int) string) arrow.RecordBatch {
+	t.Helper()
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+	keys := array.NewInt64Builder(memory.DefaultAllocator)
+	defer keys.Release()
+	dict := array.NewDictionaryBuilder(memory.DefaultAllocator, dt).(*array.BinaryDictionaryBuilder)
+	defer dict.Release()
+	for i := range n {
+		keys.Append(first + int64(i))
+		if err := dict.AppendString(payload(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, d := keys.NewArray(), dict.NewArray()
+	defer k.Release()
+	defer d.Release()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "payload", Type: dt}}, nil)
+	return array.NewRecordBatch(schema, []arrow.Array{k, d}, int64(n))
+}
+
+// A writer that opens after another closed decodes into the buffers the
+// first kept, and neither file takes values of the other's.
+func TestRangeWritersHandDecodeBuffersOn(t *testing.T) {
+	is := testIndexSchema(t)
+	dir := "file://" + filepath.ToSlash(t.TempDir())
+	const n = 2000
+	write := func(first int64, payload func(i int) string) (*RangeWriter, []format.TrackingEntry) {
+		w, err := NewRangeWriter(context.Background(), is, dir, RangeWriterOptions{RowGroupRows: 512, BatchRows: 300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := dictionaryBatch(t, first, n, payload)
+		defer rec.Release()
+		for from := 0; from < n; from += 70 {
+			if err := w.AddRows(rec, from, min(from+70, n)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries, err := w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, entries
+	}
+	long := func(i int) string { return fmt.Sprintf("s3://warehouse/db/t/data/%06d-long-file-name.parquet", i%37) }
+	short := func(i int) string { return fmt.Sprintf("f%d", i%5) }
+	_, first := write(0, long)
+	spareDense.mu.Lock()
+	kept := spareDense.bytes
+	spareDense.mu.Unlock()
+	if batch := 300 * len(long(0)); kept < batch {
+		t.Fatalf("a closed writer left %d bytes of decode buffers, want at least the %d of a batch of joined payloads", kept, batch)
+	}
+	w2, err := NewRangeWriter(context.Background(), is, dir, RangeWriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reused := denseCapacity(w2.dense[0]) + denseCapacity(w2.dense[1])
+	w2.Abort()
+	if reused == 0 {
+		t.Fatal("the next writer opened with empty decode buffers: the closed writer's were not handed on")
+	}
+	_, second := write(n, short)
+	for f, c := range []struct {
+		entries []format.TrackingEntry
+		first   int64
+		payload func(int) string
+	}{{first, 0, long}, {second, n, short}} {
+		var got []format.Key
+		for _, e := range c.entries {
+			got = append(got, readRangeFile(t, is, e)...)
+		}
+		if len(got) != n {
+			t.Fatalf("writer %d: %d entries read back, want %d", f+1, len(got), n)
+		}
+		for i, k := range got {
+			if want := (format.Key{c.first + int64(i), c.payload(i)}); k[0] != want[0] || k[1] != want[1] {
+				t.Fatalf("writer %d: entry %d is %v, want %v", f+1, i, k, want)
+			}
+		}
+	}
+}
