@@ -541,7 +541,7 @@ func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.
 // writers that open next. A daemon's update opens a writer per changed part
 // of the index, and a column of file paths joined into fresh buffers costs
 // more in zeroing and faulting in new memory than in copying the values
-// (a third of a tail update's CPU in a daemon that also answers lookups,
+// (a quarter of the updates' CPU in a daemon that also answered lookups,
 // whose allocations keep the heap from holding freed memory).
 var spareDense = denseSpares{limit: 64 << 20}
 
