@@ -73,6 +73,9 @@ type changeFeed struct {
 	// every events table for an unbound topic.
 	feeds  map[string][]*eventsTable
 	client *kgo.Client
+	// assigned are the partitions read, by topic: those the topics had at
+	// the start and those watchPartitions added since.
+	assigned map[string][]int32
 	// ranges[log][tp] is the staged range of each index, as last committed.
 	ranges map[string]map[staging.TopicPartition]staging.EventRange
 	// notes are the commit notifications read from the commit topic
@@ -226,13 +229,7 @@ func (f *changeFeed) refresh(ctx context.Context, t *eventsTable) error {
 // them; events below an index's range end are not staged for it again).
 func (f *changeFeed) connect(ctx context.Context) error {
 	k := f.d.cfg.Run.Kafka
-	var topics []string
-	for _, ct := range f.topics {
-		if len(f.feeds[ct.Topic]) > 0 {
-			topics = append(topics, ct.Topic)
-		}
-	}
-	if len(topics) == 0 {
+	if len(f.feedTopics()) == 0 {
 		return nil
 	}
 	meta, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.AllowAutoTopicCreation())
@@ -240,49 +237,13 @@ func (f *changeFeed) connect(ctx context.Context) error {
 		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
 	}
 	defer meta.Close()
-	req := kmsg.NewPtrMetadataRequest()
-	req.AllowAutoTopicCreation = true
-	for _, topic := range append(topics, k.CommitTopic) {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := req.RequestWith(ctx, meta)
+	parts, err := f.partitions(ctx, meta)
 	if err != nil {
-		return fmt.Errorf("read the partitions of the change topics: %w", err)
+		return err
 	}
-	start := map[string]map[int32]kgo.Offset{}
-	for _, rt := range resp.Topics {
-		topic := *rt.Topic
-		if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
-			return fmt.Errorf("topic %s is not available (error code %d)", topic, rt.ErrorCode)
-		}
-		if topic == k.CommitTopic {
-			var parts []int32
-			for _, p := range rt.Partitions {
-				parts = append(parts, p.Partition)
-			}
-			if start[topic], err = commitTopicStart(ctx, meta, topic, k.Group, parts); err != nil {
-				return err
-			}
-			continue
-		}
-		start[topic] = map[int32]kgo.Offset{}
-		for _, p := range rt.Partitions {
-			tp := staging.TopicPartition{Topic: topic, Partition: p.Partition}
-			at := int64(-1)
-			for _, t := range f.feeds[topic] {
-				for _, ix := range t.codec.Load().indexes {
-					r, ok := f.ranges[ix.log][tp]
-					if !ok {
-						at = 0
-					} else if at < 0 || r.Through < at {
-						at = r.Through
-					}
-				}
-			}
-			start[topic][p.Partition] = kgo.NewOffset().At(max(at, 0))
-		}
+	start, err := f.startOffsets(ctx, meta, parts)
+	if err != nil {
+		return err
 	}
 	// Fetches of about 2 MiB: the stager commits one batch per fetch, and
 	// while one fetch is decoded the client holds the next, so larger
@@ -298,8 +259,123 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
 	}
-	f.client = client
+	f.client, f.assigned = client, parts
 	return nil
+}
+
+// feedTopics are the change topics that feed some table here.
+func (f *changeFeed) feedTopics() []string {
+	var topics []string
+	for _, ct := range f.topics {
+		if len(f.feeds[ct.Topic]) > 0 {
+			topics = append(topics, ct.Topic)
+		}
+	}
+	return topics
+}
+
+// partitions asks the brokers for the partitions of the change topics
+// that feed a table and of the commit topic.
+func (f *changeFeed) partitions(ctx context.Context, cl *kgo.Client) (map[string][]int32, error) {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	for _, topic := range append(f.feedTopics(), f.d.cfg.Run.Kafka.CommitTopic) {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return nil, fmt.Errorf("read the partitions of the change topics: %w", err)
+	}
+	out := map[string][]int32{}
+	for _, rt := range resp.Topics {
+		if rt.ErrorCode != 0 || len(rt.Partitions) == 0 {
+			return nil, fmt.Errorf("topic %s is not available (error code %d)", *rt.Topic, rt.ErrorCode)
+		}
+		for _, p := range rt.Partitions {
+			out[*rt.Topic] = append(out[*rt.Topic], p.Partition)
+		}
+	}
+	return out, nil
+}
+
+// startOffsets says where to start reading parts: a partition of the
+// commit topic at the group's committed offset, one of a change topic at
+// the lowest end of the staged ranges of the indexes it feeds (its start
+// when one of them has staged none of it).
+func (f *changeFeed) startOffsets(ctx context.Context, cl *kgo.Client, parts map[string][]int32) (map[string]map[int32]kgo.Offset, error) {
+	k := f.d.cfg.Run.Kafka
+	start := map[string]map[int32]kgo.Offset{}
+	for topic, ps := range parts {
+		if topic == k.CommitTopic {
+			var err error
+			if start[topic], err = commitTopicStart(ctx, cl, topic, k.Group, ps); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		start[topic] = map[int32]kgo.Offset{}
+		for _, p := range ps {
+			tp := staging.TopicPartition{Topic: topic, Partition: p}
+			at := int64(-1)
+			for _, t := range f.feeds[topic] {
+				for _, ix := range t.codec.Load().indexes {
+					r, ok := f.ranges[ix.log][tp]
+					if !ok {
+						at = 0
+					} else if at < 0 || r.Through < at {
+						at = r.Through
+					}
+				}
+			}
+			start[topic][p] = kgo.NewOffset().At(max(at, 0))
+		}
+	}
+	return start, nil
+}
+
+// watchPartitions asks the brokers for the partitions of the topics every
+// run.kafka.metadata-max-age, and reads the partitions added since the
+// feed started from their start: no index holds an event of a partition
+// it never read, and a commit notification that names offsets of one
+// waits until its events are staged (reading a commit topic partition
+// from its start reads notifications again, which changes nothing). A
+// failed request is logged and tried again at the next tick.
+func (f *changeFeed) watchPartitions(ctx context.Context) {
+	tick := time.NewTicker(time.Duration(f.d.cfg.Run.Kafka.MetadataMaxAge))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		parts, err := f.partitions(ctx, f.client)
+		if err != nil {
+			if ctx.Err() == nil {
+				f.d.log.Warn("change feed: cannot read the partitions of its topics; trying again later", "err", err)
+			}
+			continue
+		}
+		added := map[string]map[int32]kgo.Offset{}
+		for topic, ps := range parts {
+			for _, p := range ps {
+				if slices.Contains(f.assigned[topic], p) {
+					continue
+				}
+				if added[topic] == nil {
+					added[topic] = map[int32]kgo.Offset{}
+				}
+				added[topic][p] = kgo.NewOffset().AtStart()
+				f.d.log.Info("change feed: reading a partition added to its topic", "topic", topic, "partition", p)
+				f.assigned[topic] = append(f.assigned[topic], p)
+			}
+		}
+		if len(added) > 0 {
+			f.client.AddConsumePartitions(added)
+		}
+	}
 }
 
 // close stops the consumer; what was fetched but not staged is read again
@@ -351,6 +427,15 @@ func (f *changeFeed) run(ctx context.Context) error {
 	f.d.log.Info("change feed started", "topics", topicNames(f.topics), "tables", len(f.tables))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		f.watchPartitions(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-watched
+	}()
 	jobs := make(chan *chunk, 4)
 	ordered := make(chan *chunk, 16)
 	var wg sync.WaitGroup

@@ -8,11 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -86,10 +88,38 @@ func (w *eventWriter) offsetsAfter(events []testtables.CDCEvent) string {
 // notifyWith produces the native notification of snap with offsets.
 func (h *harness) notifyWith(snap *table.Snapshot, offsets string) {
 	h.t.Helper()
+	h.notifyOn(0, snap, offsets)
+}
+
+// notifyOn produces the native notification of snap with offsets on
+// partition p of the commit topic.
+func (h *harness) notifyOn(p int32, snap *table.Snapshot, offsets string) {
+	h.t.Helper()
 	v := fmt.Sprintf(`{"table":"test.orders","snapshot-id":%d,"sequence-number":%d,"offsets":%s}`, snap.SnapshotID, snap.SequenceNumber, offsets)
-	if err := h.producer.ProduceSync(context.Background(), &kgo.Record{Topic: commitTopic, Value: []byte(v)}).FirstErr(); err != nil {
+	if err := h.producer.ProduceSync(context.Background(), &kgo.Record{Topic: commitTopic, Partition: p, Value: []byte(v)}).FirstErr(); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+// addPartitions raises the partitions of topic to total.
+func (h *harness) addPartitions(topic string, total int32) {
+	h.t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, total
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10000
+	resp, err := req.RequestWith(context.Background(), h.producer)
+	if err != nil || len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
+		h.t.Fatalf("add partitions to %s: %v %+v", topic, err, resp)
+	}
+	// A client produces only to the partitions its metadata knows.
+	producer, err := kgo.NewClient(kgo.SeedBrokers(h.cluster.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(producer.Close)
+	h.producer = producer
 }
 
 // startCDC starts a CDC pipeline on the harness's table. JSON cannot carry
@@ -199,6 +229,48 @@ func TestEventsFedIndexFollowsTheTable(t *testing.T) {
 	}
 	if got, _ := metric(body, "streamidx_ingest_event_tombstones_total"); got == "0" || got == "" {
 		t.Errorf("no tombstone counted: %q", got)
+	}
+}
+
+// TestPartitionsAddedWhileRunningAreRead: partitions added to the change
+// topic and to the commit topic while the daemon runs are read from their
+// start within run.kafka.metadata-max-age, without a restart: a commit
+// whose events are spread over the new partitions, notified on a new
+// partition of the commit topic, is indexed exactly.
+func TestPartitionsAddedWhileRunningAreRead(t *testing.T) {
+	h := newHarness(t, 1, "ev_customer")
+	w := newEventWriter(h, 1)
+	cdc := startCDC(h, 11)
+	h.cfg.Run.Kafka.MetadataMaxAge = config.Duration(200 * time.Millisecond)
+	h.notifyWith(h.tbl.CurrentSnapshot(), w.offsetsAfter(nil))
+	h.start(nil)
+	var events []testtables.CDCEvent
+	h.tbl, events = cdc.Commit(t, h.tbl, 6, testtables.Debezium)
+	offsets := w.offsetsAfter(events)
+	w.write(events)
+	h.notifyWith(h.tbl.CurrentSnapshot(), offsets)
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+
+	h.addPartitions(changeTopic, 3)
+	h.addPartitions(commitTopic, 2)
+	w.next = append(w.next, 0, 0)
+	for range 3 {
+		h.tbl, events = cdc.Commit(t, h.tbl, 12, testtables.Native)
+		offsets = w.offsetsAfter(events)
+		w.write(events)
+		h.notifyOn(1, h.tbl.CurrentSnapshot(), offsets)
+	}
+	for p := int32(1); p < 3; p++ {
+		if w.next[p] == 0 {
+			t.Fatalf("no event landed on new partition %d: the test shows nothing", p)
+		}
+	}
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+	h.verifyAll("ev_customer")
+	for _, want := range []string{"topic=" + changeTopic + " partition=1", "topic=" + changeTopic + " partition=2", "topic=" + commitTopic + " partition=1"} {
+		if !strings.Contains(grepLines(h.logs.String(), "partition added"), want) {
+			t.Errorf("no log of reading the added partition %s:\n%s", want, grepLines(h.logs.String(), "partition"))
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/lineage"
 )
 
@@ -163,4 +164,25 @@ func TestBogusNotificationHoldsNothing(t *testing.T) {
 		}
 	}
 	h.verifyAll("pk")
+}
+
+// TestCommitTopicPartitionAddedIsRead: a partition added to the commit
+// topic while the daemon runs joins the group's assignment within
+// run.kafka.metadata-max-age, and a notification there moves the index
+// (Kafka's own default would leave it unread for five minutes).
+func TestCommitTopicPartitionAddedIsRead(t *testing.T) {
+	h := newHarness(t, 1, "pk")
+	h.cfg.Run.Kafka.MetadataMaxAge = config.Duration(200 * time.Millisecond)
+	h.start(nil)
+	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID) // the first build, at start
+	s1 := h.commit(50)
+	h.notify(s1.SnapshotID, s1.SequenceNumber, 0)
+	h.waitIndexed("pk", s1.SnapshotID)
+
+	h.addPartitions(commitTopic, 2)
+	s2 := h.commit(55)
+	h.notify(s2.SnapshotID, s2.SequenceNumber, 1)
+	// The poll interval is an hour: only the notification moves the index.
+	h.waitIndexed("pk", s2.SnapshotID)
+	waitFor(t, "the new partition's offset is committed", func() bool { return h.committed(1) == 1 })
 }

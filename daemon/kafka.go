@@ -44,6 +44,9 @@ func newConsumer(d *Daemon) (*consumer, error) {
 		kgo.SeedBrokers(k.Brokers...),
 		kgo.ConsumerGroup(k.Group),
 		kgo.ConsumeTopics(k.CommitTopic),
+		// A partition added to the topic joins the group's assignment at
+		// the next metadata refresh.
+		kgo.MetadataMaxAge(time.Duration(k.MetadataMaxAge)), kgo.MetadataMinAge(min(time.Duration(k.MetadataMaxAge), 5*time.Second)),
 		kgo.AutoCommitMarks(),
 		kgo.AllowAutoTopicCreation(),
 		// Before a partition goes to another process, commit what is done

@@ -153,6 +153,10 @@ type KafkaConfig struct {
 	// JSON notifications) or kafka-connect (the Apache Iceberg Kafka Connect
 	// sink's control topic). Default: native.
 	CommitFormat string `yaml:"commit-format"`
+	// MetadataMaxAge is how often the brokers are asked again for the
+	// partitions of the commit topic and the change topics: a partition
+	// added to one is read from its start within this time. Default: 30s.
+	MetadataMaxAge Duration `yaml:"metadata-max-age"`
 	// ChangeTopics feed the events-fed indexes: TOPIC or TOPIC=NS.TABLE.
 	// Default: none.
 	ChangeTopics []string `yaml:"change-topics"`
@@ -265,7 +269,8 @@ func Default() Config {
 			Adaptive:     AdaptiveConfig{MaxSnapshotsBehind: 10, MaxLag: Duration(10 * time.Second)},
 			HTTP:         "127.0.0.1:9464",
 			Kafka: KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx",
-				NotificationTimeout: Duration(2 * time.Minute), CommitFormat: "native", DebeziumDecimalHandling: "precise"},
+				NotificationTimeout: Duration(2 * time.Minute), CommitFormat: "native", DebeziumDecimalHandling: "precise",
+				MetadataMaxAge: Duration(30 * time.Second)},
 			MaxParallelUpdates: 4,
 			RetainSnapshots:    10,
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
@@ -371,6 +376,10 @@ func (c *Config) Set(key, value string) error {
 		var d time.Duration
 		d, err = time.ParseDuration(value)
 		c.Run.Kafka.NotificationTimeout = Duration(d)
+	case "run.kafka.metadata-max-age":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Run.Kafka.MetadataMaxAge = Duration(d)
 	case "run.kafka.commit-format":
 		c.Run.Kafka.CommitFormat = value
 	case "run.kafka.change-topics":
@@ -583,6 +592,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.Kafka.NotificationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("run.kafka.notification-timeout %s: want a positive duration", time.Duration(c.Run.Kafka.NotificationTimeout)))
+	}
+	if c.Run.Kafka.MetadataMaxAge <= 0 || c.Run.Kafka.MetadataMaxAge > Duration(time.Hour) {
+		errs = append(errs, fmt.Errorf("run.kafka.metadata-max-age %s: want a positive duration of at most 1h", time.Duration(c.Run.Kafka.MetadataMaxAge)))
 	}
 	if c.Run.RetainSnapshots < 1 {
 		errs = append(errs, fmt.Errorf("run.retain-snapshots %d: want at least 1 (the current snapshot is always kept)", c.Run.RetainSnapshots))
