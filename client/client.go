@@ -11,12 +11,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -34,6 +37,25 @@ type Options struct {
 	// 64 idle connections to the service, so that concurrent callers reuse
 	// them (http.DefaultClient keeps 2).
 	HTTPClient *http.Client
+	// TLSConfig is the TLS configuration of the default client, for a
+	// service at an https:// URL whose certificate the system does not
+	// trust (see LoadCA). Default: the system's roots.
+	TLSConfig *tls.Config
+}
+
+// LoadCA returns a TLS configuration that trusts the certificates of the
+// PEM file (the service's own certificate, or the authority that signed
+// it), for Options.TLSConfig.
+func LoadCA(file string) (*tls.Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("read certificate authority: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("certificate authority %s: no PEM certificate in it", file)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Client calls the lookup service at one base URL.
@@ -48,6 +70,11 @@ func New(base string, opts Options) *Client {
 	if opts.HTTPClient == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = 64
+		if opts.TLSConfig != nil {
+			// A copy: the transport adds its protocols to the config it
+			// is given, which another transport may share.
+			tr.TLSClientConfig = opts.TLSConfig.Clone()
+		}
 		opts.HTTPClient = &http.Client{Transport: tr}
 	}
 	return &Client{base: strings.TrimRight(base, "/"), opts: opts}

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +21,7 @@ import (
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/httptls"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
@@ -46,6 +48,8 @@ type Daemon struct {
 	// slots bounds the updates running at once (run.max-parallel-updates).
 	slots    chan struct{}
 	listener net.Listener
+	// tls, when set, makes the listener speak HTTPS (serve.tls-cert-file).
+	tls *tls.Config
 	// mounts are the handlers Mount added to the HTTP server.
 	mounts []mount
 
@@ -157,6 +161,12 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			return fail(fmt.Errorf("listen on %s: %w", addr, err))
 		}
 		d.listener = ln
+		if cfg.Serve.TLSCertFile != "" {
+			if d.tls, err = httptls.Config(cfg.Serve.TLSCertFile, cfg.Serve.TLSKeyFile, log); err != nil {
+				ln.Close()
+				return fail(err)
+			}
+		}
 	}
 	return d, nil
 }
@@ -244,7 +254,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if d.listener != nil {
 		srv := d.httpServer()
 		g.add("http", func() error {
-			if err := srv.Serve(d.listener); !errors.Is(err, http.ErrServerClosed) {
+			var err error
+			if d.tls != nil {
+				srv.TLSConfig = d.tls
+				err = srv.ServeTLS(d.listener, "", "")
+			} else {
+				err = srv.Serve(d.listener)
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
 				return err
 			}
 			return nil

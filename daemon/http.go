@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/streamidx/streamidx/internal/httptls"
 )
 
 // handler serves /metrics (when the registerer can also gather), /healthz
@@ -51,5 +53,5 @@ func (d *Daemon) notReady() string {
 }
 
 func (d *Daemon) httpServer() *http.Server {
-	return &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+	return &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: httptls.ErrorLog(d.log)}
 }

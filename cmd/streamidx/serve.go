@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/streamidx/streamidx/internal/httptls"
 	"github.com/streamidx/streamidx/serve"
 )
 
@@ -51,11 +52,23 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if err != nil {
 		return exitError, fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: httptls.ErrorLog(e.log)}
+	if e.cfg.Serve.TLSCertFile != "" {
+		if srv.TLSConfig, err = httptls.Config(e.cfg.Serve.TLSCertFile, e.cfg.Serve.TLSKeyFile, e.log); err != nil {
+			ln.Close()
+			return exitError, err
+		}
+	}
 	warnIfExposed(e, addr)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	e.log.Info("streamidx serve started", "http", ln.Addr().String(), "token", e.cfg.Serve.Token != "")
+	go func() {
+		if srv.TLSConfig != nil {
+			done <- srv.ServeTLS(ln, "", "")
+			return
+		}
+		done <- srv.Serve(ln)
+	}()
+	e.log.Info("streamidx serve started", "http", ln.Addr().String(), "token", e.cfg.Serve.Token != "", "tls", srv.TLSConfig != nil)
 	select {
 	case err := <-done:
 		return exitError, err
@@ -84,11 +97,9 @@ func newService(e *env, reg prometheus.Registerer) (*serve.Service, error) {
 }
 
 // warnIfExposed logs a warning when the service answers beyond this host
-// without a token.
+// without a token, or with one over plain HTTP, where it crosses the
+// network in clear.
 func warnIfExposed(e *env, addr string) {
-	if e.cfg.Serve.Token != "" {
-		return
-	}
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return
@@ -96,7 +107,12 @@ func warnIfExposed(e *env, addr string) {
 	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
 		return
 	}
-	e.log.Warn("the lookup service answers other hosts without a token: set serve.token or STREAMIDX_SERVE_TOKEN", "http", addr)
+	switch {
+	case e.cfg.Serve.Token == "":
+		e.log.Warn("the lookup service answers other hosts without a token: set serve.token or STREAMIDX_SERVE_TOKEN", "http", addr)
+	case e.cfg.Serve.TLSCertFile == "":
+		e.log.Warn("the lookup service's token crosses the network in clear over plain HTTP: set serve.tls-cert-file and serve.tls-key-file", "http", addr)
+	}
 }
 
 // newRegistry returns the registry of a long-running command: Go and

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -21,12 +22,20 @@ import (
 
 	"github.com/streamidx/streamidx/client"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/internal/testtls"
 	"github.com/streamidx/streamidx/planner"
 )
 
 // startServe runs `streamidx serve` in this process until the test ends
 // and returns its base URL.
 func startServe(t *testing.T, c *cli, args ...string) string {
+	t.Helper()
+	return startServeAt(t, c, "http", noKeepAlive, args...)
+}
+
+// startServeAt runs `streamidx serve` as startServe does, for a service
+// that speaks scheme (http or https), which probe can reach.
+func startServeAt(t *testing.T, c *cli, scheme string, probe *http.Client, args ...string) string {
 	t.Helper()
 	addr := testAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -45,9 +54,9 @@ func startServe(t *testing.T, c *cli, args ...string) string {
 		cancel()
 		<-done
 	})
-	base := "http://" + addr
+	base := scheme + "://" + addr
 	waitFor(t, "streamidx serve answers", func() bool {
-		resp, err := noKeepAlive.Get(base + "/healthz")
+		resp, err := probe.Get(base + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -400,5 +409,63 @@ func TestServeExactWhileTheDaemonPublishes(t *testing.T) {
 	}
 	if metric(t, base, `streamidx_serve_cache_hits_total{cache="footer"}`) == 0 {
 		t.Error("no range file footer came from the cache")
+	}
+}
+
+// TestServeOverTLS: with serve.tls-cert-file and serve.tls-key-file the
+// service answers over HTTPS only: a client that trusts the certificate
+// gets the rows of `streamidx lookup --json` and the metrics, one that
+// does not is refused the handshake, and a plain HTTP request is refused.
+func TestServeOverTLS(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 60, 0)...)
+	pair := testtls.Write(t, t.TempDir(), 7)
+	c := newCLI(t, warehouse, fmt.Sprintf("serve:\n  tls-cert-file: %s\n  tls-key-file: %s\n", pair.CertFile, pair.KeyFile))
+	createIndex(t, c, "pk")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	trusting, err := client.LoadCA(pair.CertFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := &http.Client{Transport: &http.Transport{TLSClientConfig: trusting, DisableKeepAlives: true}}
+	base := startServeAt(t, c, "https", probe)
+	if !strings.HasPrefix(base, "https://") {
+		t.Fatalf("base %s", base)
+	}
+
+	cl := client.New(base, client.Options{TLSConfig: trusting})
+	t.Cleanup(cl.Close)
+	ans, err := cl.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: "id IN (3, 42)"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := cliRows(t, c, "pk", "id IN (3, 42)", tbl.CurrentSnapshot().SnapshotID)
+	if got := rawRows(ans.Rows); !slices.Equal(got, want) || len(got) != 2 {
+		t.Errorf("over TLS: %q, want %q", got, want)
+	}
+	resp, err := probe.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `streamidx_serve_requests_total{`) {
+		t.Errorf("metrics over TLS lack streamidx_serve_requests_total:\n%.500s", body)
+	}
+
+	stranger := client.New(base, client.Options{})
+	t.Cleanup(stranger.Close)
+	if _, err := stranger.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: "id = 3"}); err == nil ||
+		!strings.Contains(err.Error(), "certificate") {
+		t.Errorf("a client that does not trust the certificate: %v, want a certificate error", err)
+	}
+	plain := "http" + strings.TrimPrefix(base, "https")
+	resp, err = noKeepAlive.Get(plain + "/v1/tables/test.orders/indexes/pk/lookup?where=id+%3D+3")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Errorf("a plain HTTP request was answered 200")
+		}
 	}
 }

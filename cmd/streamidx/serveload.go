@@ -35,6 +35,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	duration := fs.Duration("duration", 60*time.Second, "length of the service run")
 	rate := fs.Float64("rate", 0, "offer the service's lookups at `N` per second, each latency counted from when it was due (0: each client asks again as soon as answered)")
 	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` the lookups are exact for (default: the current one)")
+	caFile := fs.String("ca-file", "", "PEM `file` of the certificate (or its authority) an https:// service presents, when the system does not trust it")
 	others := fs.Duration("others-duration", 20*time.Second, "length of the process and scan runs (0 skips them)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
@@ -49,7 +50,15 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		k := rand.Int64N(*keys)
 		return k, fmt.Sprintf("%s = %d", *column, k)
 	}
-	c := client.New(*url, client.Options{Token: os.Getenv("STREAMIDX_SERVE_TOKEN")})
+	copts := client.Options{Token: os.Getenv("STREAMIDX_SERVE_TOKEN")}
+	if *caFile != "" {
+		tlsConfig, err := client.LoadCA(*caFile)
+		if err != nil {
+			return exitError, err
+		}
+		copts.TLSConfig = tlsConfig
+	}
+	c := client.New(*url, copts)
 	var results []struct {
 		mode string
 		r    client.LoadResult

@@ -42,6 +42,12 @@ type ServeConfig struct {
 	// Bearer <token>"; it is never logged nor printed. Prefer the
 	// environment variable STREAMIDX_SERVE_TOKEN to a file. Default: none.
 	Token string `yaml:"token"`
+	// TLSCertFile and TLSKeyFile, when set (both), make streamidx's HTTP
+	// listeners (serve.http, and run.http) speak HTTPS with this PEM
+	// certificate chain and private key, read again when the files
+	// change. Default: none (plain HTTP).
+	TLSCertFile string `yaml:"tls-cert-file"`
+	TLSKeyFile  string `yaml:"tls-key-file"`
 	// CacheBytes bounds what the lookup service keeps in memory of the
 	// files it reads: range file footers (a sixteenth), and decoded pages,
 	// page indexes and reconciliations of lagging index snapshots (the
@@ -398,6 +404,10 @@ func (c *Config) Set(key, value string) error {
 		c.Serve.HTTP = value
 	case "serve.token":
 		c.Serve.Token = value
+	case "serve.tls-cert-file":
+		c.Serve.TLSCertFile = value
+	case "serve.tls-key-file":
+		c.Serve.TLSKeyFile = value
 	case "serve.cache-bytes":
 		c.Serve.CacheBytes, err = ParseByteSize(value)
 	case "serve.max-predicate-bytes":
@@ -624,6 +634,9 @@ func (c *Config) Validate() error {
 		} else if _, err := ParseTable(r.Table); err != nil {
 			errs = append(errs, fmt.Errorf("run.indexes[%d]: %w", i, err))
 		}
+	}
+	if (c.Serve.TLSCertFile == "") != (c.Serve.TLSKeyFile == "") {
+		errs = append(errs, errors.New("serve.tls-cert-file and serve.tls-key-file: give both or neither"))
 	}
 	if c.Serve.CacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("serve.cache-bytes %s: want 0 (no footer cache) or a positive size", c.Serve.CacheBytes))

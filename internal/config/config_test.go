@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDefaultsAreTheEmbeddedSetup(t *testing.T) {
@@ -59,8 +60,10 @@ func TestUnknownKeyAndBadValuesAreErrors(t *testing.T) {
 	c.Catalog.IndexCatalog = "zk"
 	c.Build.Progress = "sometimes"
 	c.Build.TargetFileEntries = 0
+	c.Serve.TLSCertFile = "cert.pem" // without its key
+	c.Run.Kafka.MetadataMaxAge = Duration(2 * time.Hour)
 	err := c.Validate()
-	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress", "build.target-file-entries"} {
+	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress", "build.target-file-entries", "serve.tls-key-file", "run.kafka.metadata-max-age"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want error about %s, got %v", want, err)
 		}
