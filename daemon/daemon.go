@@ -107,6 +107,8 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	d.files = files
 	if len(rc.Kafka.Brokers) == 0 {
 		d.changeTopics = nil // no feed to follow: events-fed indexes follow the table
+	} else if _, err := kafkaConn(rc.Kafka, log); err != nil {
+		return fail(err) // a TLS file that does not load stops the start, not the first connection
 	}
 	seen := map[string]bool{}
 	rewriteMu := map[string]*sync.Mutex{}

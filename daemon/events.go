@@ -232,7 +232,11 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	if len(f.feedTopics()) == 0 {
 		return nil
 	}
-	meta, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.AllowAutoTopicCreation())
+	conn, err := kafkaConn(k, f.d.log)
+	if err != nil {
+		return err
+	}
+	meta, err := kgo.NewClient(append(conn, kgo.AllowAutoTopicCreation())...)
 	if err != nil {
 		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
 	}
@@ -253,9 +257,9 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	// 8 MiB ones, and 8 MiB ones a fifth more than 2 MiB ones (fresh
 	// memory for each fetch's decompressed records is paid for in page
 	// faults); below 2 MiB nothing more is saved.
-	client, err := kgo.NewClient(kgo.SeedBrokers(k.Brokers...), kgo.ConsumePartitions(start),
+	client, err := kgo.NewClient(append(conn, kgo.ConsumePartitions(start),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AllowAutoTopicCreation(),
-		kgo.FetchMaxBytes(2<<20), kgo.FetchMaxPartitionBytes(512<<10))
+		kgo.FetchMaxBytes(2<<20), kgo.FetchMaxPartitionBytes(512<<10))...)
 	if err != nil {
 		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
 	}

@@ -40,8 +40,11 @@ func newConsumer(d *Daemon) (*consumer, error) {
 	if c.deadLetter == "" {
 		c.deadLetter = k.CommitTopic + ".dlq"
 	}
-	client, err := kgo.NewClient(
-		kgo.SeedBrokers(k.Brokers...),
+	conn, err := kafkaConn(k, d.log)
+	if err != nil {
+		return nil, err
+	}
+	client, err := kgo.NewClient(append(conn,
 		kgo.ConsumerGroup(k.Group),
 		kgo.ConsumeTopics(k.CommitTopic),
 		// A partition added to the topic joins the group's assignment at
@@ -58,7 +61,7 @@ func newConsumer(d *Daemon) (*consumer, error) {
 			d.ledger.drop(revoked)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { d.ledger.drop(lost) }),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
 	}
@@ -70,6 +73,7 @@ func newConsumer(d *Daemon) (*consumer, error) {
 func (c *consumer) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sweepLoop(ctx) })
+	wg.Go(func() { checkBrokers(ctx, c.client, c.d.log, "commit notifications") })
 	defer wg.Wait()
 	for {
 		fetches := c.client.PollFetches(ctx)

@@ -172,6 +172,41 @@ type KafkaConfig struct {
 	// EmbeddedBroker, when set, is the host:port of an in-process Kafka
 	// broker (kfake) that run starts and uses as its brokers. Default: none.
 	EmbeddedBroker string `yaml:"embedded-broker"`
+	// TLS encrypts the connections to the brokers. Default: off.
+	TLS KafkaTLSConfig `yaml:"tls"`
+	// SASL authenticates to the brokers. Default: none.
+	SASL KafkaSASLConfig `yaml:"sasl"`
+}
+
+// KafkaTLSConfig is run.kafka.tls.
+type KafkaTLSConfig struct {
+	// Enabled turns TLS on; giving any file turns it on too.
+	Enabled bool `yaml:"enabled"`
+	// CAFile holds the PEM certificates of the authorities that sign the
+	// brokers' certificates. Default: the system's roots.
+	CAFile string `yaml:"ca-file"`
+	// CertFile and KeyFile are a client certificate and its key (PEM),
+	// for brokers that require one. Default: none.
+	CertFile string `yaml:"cert-file"`
+	KeyFile  string `yaml:"key-file"`
+	// ServerName is the name checked in the brokers' certificates.
+	// Default: the host of the address dialed.
+	ServerName string `yaml:"server-name"`
+}
+
+// On reports whether connections to the brokers use TLS.
+func (t KafkaTLSConfig) On() bool {
+	return t.Enabled || t.CAFile != "" || t.CertFile != "" || t.KeyFile != ""
+}
+
+// KafkaSASLConfig is run.kafka.sasl.
+type KafkaSASLConfig struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; empty for none.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	// Password is never logged nor printed; prefer the environment
+	// variable STREAMIDX_KAFKA_SASL_PASSWORD to a file.
+	Password string `yaml:"password"`
 }
 
 // ChangeTopic is one entry of run.kafka.change-topics.
@@ -323,6 +358,8 @@ var Env = map[string]string{
 	"STREAMIDX_LOG_LEVEL":                 "log.level",
 	"STREAMIDX_LOG_FORMAT":                "log.format",
 	"STREAMIDX_SERVE_TOKEN":               "serve.token",
+	"STREAMIDX_KAFKA_SASL_USERNAME":       "run.kafka.sasl.username",
+	"STREAMIDX_KAFKA_SASL_PASSWORD":       "run.kafka.sasl.password",
 }
 
 func (c *Config) applyEnv(lookup func(string) (string, bool)) error {
@@ -386,6 +423,22 @@ func (c *Config) Set(key, value string) error {
 		var d time.Duration
 		d, err = time.ParseDuration(value)
 		c.Run.Kafka.MetadataMaxAge = Duration(d)
+	case "run.kafka.tls.enabled":
+		c.Run.Kafka.TLS.Enabled, err = strconv.ParseBool(value)
+	case "run.kafka.tls.ca-file":
+		c.Run.Kafka.TLS.CAFile = value
+	case "run.kafka.tls.cert-file":
+		c.Run.Kafka.TLS.CertFile = value
+	case "run.kafka.tls.key-file":
+		c.Run.Kafka.TLS.KeyFile = value
+	case "run.kafka.tls.server-name":
+		c.Run.Kafka.TLS.ServerName = value
+	case "run.kafka.sasl.mechanism":
+		c.Run.Kafka.SASL.Mechanism = value
+	case "run.kafka.sasl.username":
+		c.Run.Kafka.SASL.Username = value
+	case "run.kafka.sasl.password":
+		c.Run.Kafka.SASL.Password = value
 	case "run.kafka.commit-format":
 		c.Run.Kafka.CommitFormat = value
 	case "run.kafka.change-topics":
@@ -635,6 +688,21 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("run.indexes[%d]: %w", i, err))
 		}
 	}
+	if k := c.Run.Kafka.TLS; (k.CertFile == "") != (k.KeyFile == "") {
+		errs = append(errs, errors.New("run.kafka.tls.cert-file and run.kafka.tls.key-file: give both or neither"))
+	}
+	switch sasl := c.Run.Kafka.SASL; sasl.Mechanism {
+	case "":
+		if sasl.Username != "" || sasl.Password != "" {
+			errs = append(errs, errors.New("run.kafka.sasl: a username or password without a mechanism (PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)"))
+		}
+	case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		if sasl.Username == "" || sasl.Password == "" {
+			errs = append(errs, fmt.Errorf("run.kafka.sasl.mechanism %s: want a username and a password", sasl.Mechanism))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("run.kafka.sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", sasl.Mechanism))
+	}
 	if (c.Serve.TLSCertFile == "") != (c.Serve.TLSKeyFile == "") {
 		errs = append(errs, errors.New("serve.tls-cert-file and serve.tls-key-file: give both or neither"))
 	}
@@ -668,8 +736,12 @@ func (c *Config) Validate() error {
 
 // String prints the effective configuration as YAML.
 func (c Config) String() string {
+	// Secrets are never printed.
 	if c.Serve.Token != "" {
-		c.Serve.Token = "<redacted>" // a secret is never printed
+		c.Serve.Token = "<redacted>"
+	}
+	if c.Run.Kafka.SASL.Password != "" {
+		c.Run.Kafka.SASL.Password = "<redacted>"
 	}
 	out, err := yaml.Marshal(c)
 	if err != nil {

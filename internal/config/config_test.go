@@ -62,8 +62,11 @@ func TestUnknownKeyAndBadValuesAreErrors(t *testing.T) {
 	c.Build.TargetFileEntries = 0
 	c.Serve.TLSCertFile = "cert.pem" // without its key
 	c.Run.Kafka.MetadataMaxAge = Duration(2 * time.Hour)
+	c.Run.Kafka.SASL.Mechanism = "GSSAPI"
+	c.Run.Kafka.TLS.KeyFile = "key.pem" // without its certificate
 	err := c.Validate()
-	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress", "build.target-file-entries", "serve.tls-key-file", "run.kafka.metadata-max-age"} {
+	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress", "build.target-file-entries", "serve.tls-key-file",
+		"run.kafka.metadata-max-age", `run.kafka.sasl.mechanism "GSSAPI"`, "run.kafka.tls.cert-file"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want error about %s, got %v", want, err)
 		}
@@ -112,5 +115,34 @@ func TestStagingDirectoryDefaultsBesideTheData(t *testing.T) {
 		if c.Run.StageDir != tc.want {
 			t.Errorf("catalog %q, warehouse %q: stage dir %s, want %s", tc.uri, tc.warehouse, c.Run.StageDir, tc.want)
 		}
+	}
+}
+
+// TestSecretsAreNeverPrinted: the service's token and the Kafka password,
+// from a file or the environment, print as <redacted>.
+func TestSecretsAreNeverPrinted(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("serve:\n  token: tok-in-file\nrun:\n  kafka:\n    sasl:\n      mechanism: PLAIN\n      username: u\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STREAMIDX_KAFKA_SASL_PASSWORD", "pw-in-env")
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.EnsureDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Run.Kafka.SASL.Password != "pw-in-env" || c.Serve.Token != "tok-in-file" {
+		t.Fatalf("secrets not read: %+v", c.Run.Kafka.SASL)
+	}
+	out := c.String()
+	for _, secret := range []string{"tok-in-file", "pw-in-env"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("printed configuration holds %s:\n%s", secret, out)
+		}
+	}
+	if strings.Count(out, "<redacted>") != 2 {
+		t.Errorf("want two <redacted> values:\n%s", out)
 	}
 }
