@@ -1,6 +1,7 @@
 package itest
 
 import (
+	"bytes"
 	"encoding/json"
 	"maps"
 	"os"
@@ -8,8 +9,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"gopkg.in/yaml.v3"
 
 	"github.com/streamidx/streamidx/daemon"
 	"github.com/streamidx/streamidx/indexcatalog"
@@ -161,5 +164,76 @@ func TestComposeDaemonConfigLoads(t *testing.T) {
 	c, _ := config.Load("../configs/streamidx-compose.yaml")
 	if c.CatalogKind() != "rest" || c.Catalog.IndexCatalog != "fs" || len(c.Run.Indexes) == 0 || c.Run.HTTP != "0.0.0.0:9464" {
 		t.Errorf("the compose configuration is not the stack's: %+v", c)
+	}
+}
+
+// TestAlertRulesQueryExportedMetrics checks the deployment stack's alerting
+// rules: each alert has an expression, a severity and a summary, every
+// streamidx metric it queries is one the daemon registers, and Prometheus
+// loads the file that docker-compose.yml mounts.
+func TestAlertRulesQueryExportedMetrics(t *testing.T) {
+	exported := daemonMetricNames(t)
+	data, err := os.ReadFile("../configs/prometheus-rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Name  string `yaml:"name"`
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Expr        string            `yaml:"expr"`
+				For         string            `yaml:"for"`
+				Labels      map[string]string `yaml:"labels"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&rules); err != nil {
+		t.Fatalf("rules YAML: %v", err)
+	}
+	metricName := regexp.MustCompile(`\bstreamidx_[a-z0-9_]+`)
+	alerts := map[string]bool{}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			alerts[r.Alert] = true
+			if r.Alert == "" || r.Expr == "" || r.Annotations["summary"] == "" {
+				t.Errorf("rule %+v: want alert, expr and a summary", r)
+			}
+			switch r.Labels["severity"] {
+			case "critical", "warning":
+			default:
+				t.Errorf("alert %s: severity %q, want critical or warning", r.Alert, r.Labels["severity"])
+			}
+			if r.For != "" {
+				if _, err := time.ParseDuration(r.For); err != nil {
+					t.Errorf("alert %s: for %q: %v", r.Alert, r.For, err)
+				}
+			}
+			for _, name := range metricName.FindAllString(r.Expr, -1) {
+				if !exported[name] && !exported[histogramBase(name)] {
+					t.Errorf("alert %s: %q uses %s, which the daemon does not export", r.Alert, r.Expr, name)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"StreamidxDown", "StreamidxIndexHalted", "StreamidxIndexNeverCatchesUp", "StreamidxFreshnessLagHigh"} {
+		if !alerts[want] {
+			t.Errorf("no alert %s", want)
+		}
+	}
+	prom, err := os.ReadFile("../configs/prometheus.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	compose, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const mounted = "/etc/prometheus/streamidx-rules.yml"
+	if !strings.Contains(string(prom), mounted) || !strings.Contains(string(compose), "./configs/prometheus-rules.yml:"+mounted) {
+		t.Errorf("prometheus.yml and docker-compose.yml do not load and mount the rules as %s", mounted)
 	}
 }
