@@ -22,6 +22,7 @@ import (
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/httptls"
+	"github.com/streamidx/streamidx/internal/kafkaconn"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
@@ -107,7 +108,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	d.files = files
 	if len(rc.Kafka.Brokers) == 0 {
 		d.changeTopics = nil // no feed to follow: events-fed indexes follow the table
-	} else if _, err := kafkaConn(rc.Kafka, log); err != nil {
+	} else if _, err := kafkaconn.Options(rc.Kafka, log); err != nil {
 		return fail(err) // a TLS file that does not load stops the start, not the first connection
 	}
 	seen := map[string]bool{}

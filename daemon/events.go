@@ -19,6 +19,7 @@ import (
 	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/kafkaconn"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
 )
@@ -232,7 +233,7 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	if len(f.feedTopics()) == 0 {
 		return nil
 	}
-	conn, err := kafkaConn(k, f.d.log)
+	conn, err := kafkaconn.Options(k, f.d.log)
 	if err != nil {
 		return err
 	}

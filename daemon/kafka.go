@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/ingest"
+	"github.com/streamidx/streamidx/internal/kafkaconn"
 	"github.com/streamidx/streamidx/internal/lineage"
 )
 
@@ -40,7 +41,7 @@ func newConsumer(d *Daemon) (*consumer, error) {
 	if c.deadLetter == "" {
 		c.deadLetter = k.CommitTopic + ".dlq"
 	}
-	conn, err := kafkaConn(k, d.log)
+	conn, err := kafkaconn.Options(k, d.log)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func newConsumer(d *Daemon) (*consumer, error) {
 func (c *consumer) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sweepLoop(ctx) })
-	wg.Go(func() { checkBrokers(ctx, c.client, c.d.log, "commit notifications") })
+	wg.Go(func() { kafkaconn.CheckBrokers(ctx, c.client, c.d.log, "commit notifications") })
 	defer wg.Wait()
 	for {
 		fetches := c.client.PollFetches(ctx)

@@ -1,4 +1,7 @@
-package daemon
+// Package kafkaconn reaches the Kafka brokers of streamidx's configuration
+// (run.kafka: the addresses, TLS and SASL) for every client that streamidx
+// makes: the daemon's commit-topic group and change feed, and notify.
+package kafkaconn
 
 import (
 	"context"
@@ -18,12 +21,12 @@ import (
 	"github.com/streamidx/streamidx/internal/config"
 )
 
-// kafkaConn returns the options that reach the brokers of k: their
+// Options returns the options that reach the brokers of k: their
 // addresses, TLS (run.kafka.tls) and SASL (run.kafka.sasl), and the
 // client's own warnings and errors (a refused authentication, a broker
 // that does not answer) in log. Files that do not load are named in the
 // error.
-func kafkaConn(k config.KafkaConfig, log *slog.Logger) ([]kgo.Opt, error) {
+func Options(k config.KafkaConfig, log *slog.Logger) ([]kgo.Opt, error) {
 	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.WithLogger(kafkaLog{log})}
 	if k.TLS.On() {
 		tc, err := kafkaTLS(k.TLS)
@@ -92,11 +95,11 @@ func (l kafkaLog) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	l.log.Log(context.Background(), lvl, "kafka client: "+msg, keyvals...)
 }
 
-// checkBrokers asks the brokers for an answer until one gives it, and
+// CheckBrokers asks the brokers for an answer until one gives it, and
 // logs each failure (a password refused, a certificate not trusted, no
 // broker listening): the Kafka client retries such failures on its own
 // without saying why nothing arrives.
-func checkBrokers(ctx context.Context, cl *kgo.Client, log *slog.Logger, client string) {
+func CheckBrokers(ctx context.Context, cl *kgo.Client, log *slog.Logger, client string) {
 	for attempt := 1; ; attempt++ {
 		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		err := cl.Ping(pctx)
@@ -110,7 +113,7 @@ func checkBrokers(ctx context.Context, cl *kgo.Client, log *slog.Logger, client 
 			}
 			return
 		}
-		delay := retryDelay(attempt)
+		delay := min(100*time.Millisecond<<min(attempt-1, 9), 30*time.Second)
 		log.Warn("the Kafka brokers do not answer: check run.kafka.brokers, run.kafka.tls and run.kafka.sasl; retrying",
 			"client", client, "err", err, "retry_in", delay.Round(time.Millisecond))
 		select {
