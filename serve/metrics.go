@@ -14,6 +14,7 @@ type metrics struct {
 	seconds  *prometheus.HistogramVec
 	rows     prometheus.Counter
 	retries  prometheus.Counter
+	inFlight prometheus.Gauge
 	cache    prometheus.Collector
 }
 
@@ -32,12 +33,15 @@ func newMetrics(store *objstore.Store) *metrics {
 		retries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "streamidx_serve_lookup_retries_total", Help: "Lookups retried because their index snapshot expired while they read it.",
 		}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "streamidx_serve_requests_in_flight", Help: "Requests of the lookup service being answered (waiting for a slot not included).",
+		}),
 		cache: &cacheCollector{store: store},
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.rows, m.retries, m.cache} {
+	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.rows, m.retries, m.inFlight, m.cache} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

@@ -84,6 +84,14 @@ type Options struct {
 	MaxRows int64
 	// Timeout bounds the time a request may take. Default: 30s.
 	Timeout time.Duration
+	// MaxConcurrent bounds the requests answered at once; one beyond it
+	// waits up to MaxQueueWait for a slot, then is answered 503 with
+	// Retry-After, so that a flood of requests meets a quick refusal
+	// rather than a queue that grows with the memory and the latency of
+	// every request. Default: 256.
+	MaxConcurrent int
+	// MaxQueueWait is how long a request waits for a slot. Default: 1s.
+	MaxQueueWait time.Duration
 	// MetadataMaxAge is how long a table's and an index's metadata, once
 	// read, answer requests before they are read again: loading a table
 	// with a long history costs more than a lookup. Once it is older, the
@@ -109,7 +117,7 @@ type Options struct {
 // the serve section.
 func OptionsFromConfig(c config.ServeConfig) Options {
 	return Options{Token: c.Token, MaxPredicateBytes: int(c.MaxPredicateBytes), MaxRows: c.MaxRows, Timeout: time.Duration(c.Timeout),
-		MetadataMaxAge: time.Duration(c.MetadataMaxAge)}
+		MetadataMaxAge: time.Duration(c.MetadataMaxAge), MaxConcurrent: c.MaxConcurrentRequests, MaxQueueWait: time.Duration(c.MaxQueueWait)}
 }
 
 // Service answers the API. Build it with New and mount Handler.
@@ -118,6 +126,8 @@ type Service struct {
 	log     *slog.Logger
 	planner *planner.Planner
 	metrics *metrics
+	// slots holds a value for each request being answered (MaxConcurrent).
+	slots chan struct{}
 
 	mu     sync.Mutex
 	loaded map[string]loaded // by "t/ns.table" and "i/ns.table/index"
@@ -152,11 +162,17 @@ func New(opts Options) (*Service, error) {
 	if opts.MetadataMaxAge <= 0 {
 		opts.MetadataMaxAge = time.Second
 	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 256
+	}
+	if opts.MaxQueueWait <= 0 {
+		opts.MaxQueueWait = time.Second
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Service{opts: opts, log: opts.Logger, planner: planner.New(planner.Options{Store: opts.Store}), metrics: newMetrics(opts.Store),
-		loaded: map[string]loaded{}, refreshing: map[string]bool{}}
+		loaded: map[string]loaded{}, refreshing: map[string]bool{}, slots: make(chan struct{}, opts.MaxConcurrent)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
@@ -219,6 +235,18 @@ func (s *Service) wrap(endpoint string, h func(http.ResponseWriter, *http.Reques
 			writeError(w, &apiError{status, "unauthorized", "a bearer token is required: send Authorization: Bearer <token>"})
 			return
 		}
+		if !s.admit(r.Context()) {
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", "1")
+			writeError(w, &apiError{status, "overloaded", fmt.Sprintf("%d requests are being answered (serve.max-concurrent-requests) and none ended within %s: try again",
+				s.opts.MaxConcurrent, s.opts.MaxQueueWait)})
+			return
+		}
+		s.metrics.inFlight.Inc()
+		defer func() {
+			s.metrics.inFlight.Dec()
+			<-s.slots
+		}()
 		ctx, cancel := context.WithTimeout(r.Context(), s.opts.Timeout)
 		defer cancel()
 		sw := &startWriter{ResponseWriter: w}
@@ -244,6 +272,26 @@ func (s *Service) wrap(endpoint string, h func(http.ResponseWriter, *http.Reques
 		}
 		writeError(w, ae)
 	})
+}
+
+// admit takes a slot for a request, waiting up to MaxQueueWait for one;
+// false when none came (or the client went away).
+func (s *Service) admit(ctx context.Context) bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTimer(s.opts.MaxQueueWait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // startWriter notes whether the answer has begun, after which an error

@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/streamidx/streamidx/client"
 	"github.com/streamidx/streamidx/flush"
@@ -295,4 +296,70 @@ func TestDroppedIndexForgottenByRefresh(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestOverloadIsRefusedQuickly: with every slot taken (MaxConcurrent 1,
+// the one request held at the catalog), a request waits MaxQueueWait and
+// is answered 503 overloaded with Retry-After; the in-flight gauge counts
+// the request being answered; once it ends, requests are answered again.
+func TestOverloadIsRefusedQuickly(t *testing.T) {
+	var gc *gatedCatalog
+	reg := prometheus.NewRegistry()
+	f := newFixtureWith(t, 20, func(o *serve.Options) {
+		gc = &gatedCatalog{Catalog: o.Tables, entered: make(chan struct{}, 16)}
+		o.Tables, o.MetadataMaxAge = gc, time.Nanosecond // every request reads the table
+		o.MaxConcurrent, o.MaxQueueWait = 1, 100*time.Millisecond
+		o.Registerer = reg
+	})
+	gate := make(chan struct{})
+	gc.set(func(c *gatedCatalog) { c.gate = gate })
+	held := make(chan error, 1)
+	go func() {
+		_, err := f.client.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: "id = 3"})
+		held <- err
+	}()
+	select {
+	case <-gc.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first request never reached the catalog")
+	}
+	if got := gauge(t, reg, "streamidx_serve_requests_in_flight"); got != 1 {
+		t.Errorf("in flight %v, want 1", got)
+	}
+	began := time.Now()
+	_, err := f.client.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: "id = 4"})
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status != 503 || ce.Code != "overloaded" {
+		t.Fatalf("a request beyond the slots: %v, want 503 overloaded", err)
+	}
+	if waited := time.Since(began); waited < 100*time.Millisecond {
+		t.Errorf("refused after %s, before MaxQueueWait", waited)
+	}
+	gc.set(func(c *gatedCatalog) { c.gate = nil })
+	close(gate)
+	if err := <-held; err != nil {
+		t.Fatalf("the held request: %v", err)
+	}
+	if ans := f.lookup("id = 4"); len(ans.Rows) != 1 {
+		t.Errorf("after the overload: %d rows, want 1", len(ans.Rows))
+	}
+	if got := gauge(t, reg, "streamidx_serve_requests_in_flight"); got != 0 {
+		t.Errorf("in flight %v once all ended, want 0", got)
+	}
+}
+
+// gauge reads an unlabelled gauge of reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

@@ -60,6 +60,12 @@ type ServeConfig struct {
 	MaxRows int64 `yaml:"max-rows"`
 	// Timeout bounds the time a request may take. Default: 30s.
 	Timeout Duration `yaml:"timeout"`
+	// MaxConcurrentRequests bounds the requests answered at once; one
+	// beyond waits up to MaxQueueWait for a slot, then gets a 503 with
+	// Retry-After. Default: 256.
+	MaxConcurrentRequests int `yaml:"max-concurrent-requests"`
+	// MaxQueueWait is how long a request waits for a slot. Default: 1s.
+	MaxQueueWait Duration `yaml:"max-queue-wait"`
 	// MetadataMaxAge is how long table and index metadata, once read,
 	// answer before they are read again; an answer for the current table
 	// snapshot may be for one up to this much older than the newest
@@ -317,7 +323,7 @@ func Default() Config {
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
 		Serve: ServeConfig{HTTP: "127.0.0.1:9465", CacheBytes: 256 << 20, MaxPredicateBytes: 64 << 10, MaxRows: 100000,
-			Timeout: Duration(30 * time.Second), MetadataMaxAge: Duration(time.Second)},
+			Timeout: Duration(30 * time.Second), MetadataMaxAge: Duration(time.Second), MaxConcurrentRequests: 256, MaxQueueWait: Duration(time.Second)},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -457,6 +463,12 @@ func (c *Config) Set(key, value string) error {
 		c.Serve.HTTP = value
 	case "serve.token":
 		c.Serve.Token = value
+	case "serve.max-concurrent-requests":
+		c.Serve.MaxConcurrentRequests, err = strconv.Atoi(value)
+	case "serve.max-queue-wait":
+		var d time.Duration
+		d, err = time.ParseDuration(value)
+		c.Serve.MaxQueueWait = Duration(d)
 	case "serve.tls-cert-file":
 		c.Serve.TLSCertFile = value
 	case "serve.tls-key-file":
@@ -702,6 +714,12 @@ func (c *Config) Validate() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("run.kafka.sasl.mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", sasl.Mechanism))
+	}
+	if c.Serve.MaxConcurrentRequests < 1 {
+		errs = append(errs, fmt.Errorf("serve.max-concurrent-requests %d: want at least 1", c.Serve.MaxConcurrentRequests))
+	}
+	if c.Serve.MaxQueueWait <= 0 {
+		errs = append(errs, fmt.Errorf("serve.max-queue-wait %s: want a positive duration", time.Duration(c.Serve.MaxQueueWait)))
 	}
 	if (c.Serve.TLSCertFile == "") != (c.Serve.TLSKeyFile == "") {
 		errs = append(errs, errors.New("serve.tls-cert-file and serve.tls-key-file: give both or neither"))
