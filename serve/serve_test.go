@@ -33,6 +33,7 @@ type fixture struct {
 	indexes indexcatalog.Catalog
 	store   *objstore.Store
 	client  *client.Client
+	base    string // the service's URL
 }
 
 func newFixture(t *testing.T, rows int) *fixture {
@@ -80,7 +81,7 @@ func newFixtureWith(t *testing.T, rows int, change func(*serve.Options)) *fixtur
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(svc.Close)
 	t.Cleanup(srv.Close)
-	f := &fixture{t: t, tbl: tbl, indexes: idx, store: store, client: client.New(srv.URL, client.Options{})}
+	f := &fixture{t: t, tbl: tbl, indexes: idx, store: store, client: client.New(srv.URL, client.Options{}), base: srv.URL}
 	f.build()
 	return f
 }
