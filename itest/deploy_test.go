@@ -3,6 +3,7 @@ package itest
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"regexp"
@@ -235,5 +236,131 @@ func TestAlertRulesQueryExportedMetrics(t *testing.T) {
 	const mounted = "/etc/prometheus/streamidx-rules.yml"
 	if !strings.Contains(string(prom), mounted) || !strings.Contains(string(compose), "./configs/prometheus-rules.yml:"+mounted) {
 		t.Errorf("prometheus.yml and docker-compose.yml do not load and mount the rules as %s", mounted)
+	}
+}
+
+// TestKubernetesManifestFitsTheDaemon checks configs/kubernetes/streamidx.yaml
+// against what the daemon reads: the ConfigMap's configuration loads and
+// validates (with the secrets the pod gets from the environment), the
+// container reads it where the ConfigMap is mounted, listens where the
+// probes and the Service knock, stages on the persistent volume, and every
+// STREAMIDX_ variable it sets is one streamidx reads.
+func TestKubernetesManifestFitsTheDaemon(t *testing.T) {
+	data, err := os.ReadFile("../configs/kubernetes/streamidx.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type probe struct {
+		HTTPGet struct {
+			Path string `yaml:"path"`
+			Port string `yaml:"port"`
+		} `yaml:"httpGet"`
+	}
+	type container struct {
+		Args  []string `yaml:"args"`
+		Ports []struct {
+			Name          string `yaml:"name"`
+			ContainerPort int    `yaml:"containerPort"`
+		} `yaml:"ports"`
+		Env []struct {
+			Name string `yaml:"name"`
+		} `yaml:"env"`
+		LivenessProbe  probe `yaml:"livenessProbe"`
+		ReadinessProbe probe `yaml:"readinessProbe"`
+		StartupProbe   probe `yaml:"startupProbe"`
+		VolumeMounts []struct {
+			Name      string `yaml:"name"`
+			MountPath string `yaml:"mountPath"`
+		} `yaml:"volumeMounts"`
+	}
+	type doc struct {
+		Kind string            `yaml:"kind"`
+		Data map[string]string `yaml:"data"`
+		Spec struct {
+			Ports []struct {
+				Port       int    `yaml:"port"`
+				TargetPort string `yaml:"targetPort"`
+			} `yaml:"ports"`
+			Template struct {
+				Spec struct {
+					Containers []container `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+			VolumeClaimTemplates []struct {
+				Metadata struct {
+					Name string `yaml:"name"`
+				} `yaml:"metadata"`
+			} `yaml:"volumeClaimTemplates"`
+		} `yaml:"spec"`
+	}
+	docs := map[string]doc{}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var d doc
+		if err := dec.Decode(&d); err != nil {
+			break
+		}
+		docs[d.Kind] = d
+	}
+	for _, kind := range []string{"ConfigMap", "Service", "StatefulSet"} {
+		if _, ok := docs[kind]; !ok {
+			t.Fatalf("no %s in the manifest", kind)
+		}
+	}
+
+	t.Setenv("STREAMIDX_KAFKA_SASL_PASSWORD", "from-the-secret")
+	t.Setenv("STREAMIDX_SERVE_TOKEN", "from-the-secret")
+	path := t.TempDir() + "/streamidx.yaml"
+	if err := os.WriteFile(path, []byte(docs["ConfigMap"].Data["streamidx.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path)
+	if err == nil {
+		err = cfg.EnsureDefaults()
+	}
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		t.Fatalf("the ConfigMap's streamidx.yaml: %v", err)
+	}
+
+	c := docs["StatefulSet"].Spec.Template.Spec.Containers[0]
+	if !slices.Contains(c.Args, "run") || !slices.Contains(c.Args, "/etc/streamidx/streamidx.yaml") {
+		t.Errorf("container args %v do not run the daemon on the mounted configuration", c.Args)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.Name] = m.MountPath
+	}
+	if mounts["config"] != "/etc/streamidx" {
+		t.Errorf("the ConfigMap is mounted at %q, want /etc/streamidx", mounts["config"])
+	}
+	claims := docs["StatefulSet"].Spec.VolumeClaimTemplates
+	if len(claims) != 1 || !strings.HasPrefix(cfg.Run.StageDir, mounts[claims[0].Metadata.Name]+"/") {
+		t.Errorf("run.stage-dir %s is not on the persistent volume (mounts %v)", cfg.Run.StageDir, mounts)
+	}
+	if len(c.Ports) != 1 || !strings.HasSuffix(cfg.Run.HTTP, fmt.Sprintf(":%d", c.Ports[0].ContainerPort)) || !strings.HasPrefix(cfg.Run.HTTP, "0.0.0.0:") {
+		t.Errorf("run.http %s does not listen on the container port %+v for other hosts", cfg.Run.HTTP, c.Ports)
+	}
+	svc := docs["Service"].Spec.Ports
+	if len(svc) != 1 || svc[0].TargetPort != c.Ports[0].Name {
+		t.Errorf("the Service targets %+v, the container's port is %q", svc, c.Ports[0].Name)
+	}
+	for probe, want := range map[string]string{"liveness": "/healthz", "readiness": "/readyz", "startup": "/healthz"} {
+		got := map[string]string{"liveness": c.LivenessProbe.HTTPGet.Path, "readiness": c.ReadinessProbe.HTTPGet.Path, "startup": c.StartupProbe.HTTPGet.Path}[probe]
+		if got != want {
+			t.Errorf("%s probe %q, want %s", probe, got, want)
+		}
+	}
+	for _, p := range []probe{c.LivenessProbe, c.ReadinessProbe, c.StartupProbe} {
+		if p.HTTPGet.Port != c.Ports[0].Name {
+			t.Errorf("a probe knocks on port %q, the container's is %q", p.HTTPGet.Port, c.Ports[0].Name)
+		}
+	}
+	for _, e := range c.Env {
+		if _, ok := config.Env[e.Name]; strings.HasPrefix(e.Name, "STREAMIDX_") && !ok {
+			t.Errorf("the container sets %s, which streamidx does not read", e.Name)
+		}
 	}
 }
