@@ -563,7 +563,8 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 }
 
 func (s *Service) listIndexes(w http.ResponseWriter, r *http.Request) error {
-	if _, _, err := s.loadTable(r, 0, false); err != nil {
+	tbl, _, err := s.loadTable(r, 0, false)
+	if err != nil {
 		return err
 	}
 	id, _ := config.ParseTable(r.PathValue("table"))
@@ -571,6 +572,7 @@ func (s *Service) listIndexes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	indexinfo.FillBehind(entries, tbl)
 	return writeJSON(w, map[string]any{"table": r.PathValue("table"), "indexes": entries})
 }
 

@@ -43,7 +43,8 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	if err != nil {
 		return exitError, err
 	}
-	if _, _, err := e.loadTable(ctx, *tableName); err != nil {
+	tbl, _, err := e.loadTable(ctx, *tableName)
+	if err != nil {
 		if len(entries) > 0 {
 			names := make([]string, len(entries))
 			for i, en := range entries {
@@ -54,18 +55,22 @@ func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		}
 		return exitError, err
 	}
+	indexinfo.FillBehind(entries, tbl)
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "INDEX\tTYPE\tSNAPSHOTS\tSOURCE SNAPSHOT\tMETADATA")
+	fmt.Fprintln(tw, "INDEX\tTYPE\tSNAPSHOTS\tSOURCE SNAPSHOT\tBEHIND\tMETADATA")
 	for _, en := range entries {
 		if en.Broken != "" {
-			fmt.Fprintf(tw, "%s\tBROKEN\t-\t-\t%s\n", en.Index, orDashString(en.MetadataLocation))
+			fmt.Fprintf(tw, "%s\tBROKEN\t-\t-\t-\t%s\n", en.Index, orDashString(en.MetadataLocation))
 			continue
 		}
-		source := "-"
+		source, behind := "-", "-"
 		if en.SourceSnapshotID != nil {
 			source = fmt.Sprint(*en.SourceSnapshotID)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", en.Index, en.Type, en.Snapshots, source, en.MetadataLocation)
+		if en.CommitsBehind != nil {
+			behind = fmt.Sprint(*en.CommitsBehind)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", en.Index, en.Type, en.Snapshots, source, behind, en.MetadataLocation)
 	}
 	if err := tw.Flush(); err != nil {
 		return exitError, err

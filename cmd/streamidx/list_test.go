@@ -1,8 +1,11 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 // TestListReportsABrokenIndexAndListsTheOthers: one index whose current
@@ -31,5 +34,43 @@ func TestListReportsABrokenIndexAndListsTheOthers(t *testing.T) {
 	code, out, errs = c.run("list", "--table", "test.nope")
 	if code != exitError || !strings.Contains(errs, "test.nope") {
 		t.Errorf("list of a table that does not exist: exit %d, want %d naming it\n%s%s", code, exitError, out, errs)
+	}
+}
+
+// TestListSaysHowFarBehind: list's BEHIND column counts the table's
+// commits since an index's snapshot: - before the first build, 0 when
+// current, 2 after two commits, 0 again once the index catches up.
+func TestListSaysHowFarBehind(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndex(t, c, "pk")
+	behind := func() string {
+		t.Helper()
+		out := c.ok("list", "--table", "test.orders")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		header, row := strings.Fields(lines[0]), strings.Fields(lines[1])
+		col := slices.Index(header, "BEHIND") - 1 // "SOURCE SNAPSHOT" is two words of the header, one of a row
+		if col < 0 || len(row) <= col {
+			t.Fatalf("no BEHIND column:\n%s", out)
+		}
+		return row[col]
+	}
+	if got := behind(); got != "-" {
+		t.Errorf("before the first build: %s, want -", got)
+	}
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	if got := behind(); got != "0" {
+		t.Errorf("after the build: %s, want 0", got)
+	}
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(20, 30, 0)...)
+	testtables.Append(t, tbl, testtables.OrderRows(30, 40, 0)...)
+	if got := behind(); got != "2" {
+		t.Errorf("two commits later: %s, want 2", got)
+	}
+	c.ok("run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", t.TempDir())
+	if got := behind(); got != "0" {
+		t.Errorf("after run --once: %s, want 0", got)
 	}
 }

@@ -206,8 +206,29 @@ type Entry struct {
 	Type             string `json:"type"`
 	Snapshots        int    `json:"snapshots"`
 	SourceSnapshotID *int64 `json:"source_snapshot_id"` // of the current index snapshot; null before the first
+	// CommitsBehind is how many commits of the table's current history
+	// follow SourceSnapshotID (0: the index is current); null when the
+	// index has no snapshot, or its source snapshot is not in that history
+	// (the table was rolled back past it).
+	CommitsBehind    *int   `json:"commits_behind"`
 	MetadataLocation string `json:"metadata_location"`
 	Broken           string `json:"broken,omitempty"`
+}
+
+// FillBehind sets the CommitsBehind of entries against tbl's current
+// snapshot.
+func FillBehind(entries []Entry, tbl *table.Table) {
+	head := tbl.CurrentSnapshot()
+	for i := range entries {
+		e := &entries[i]
+		if e.SourceSnapshotID == nil || head == nil {
+			continue
+		}
+		if chain, ok := lineage.Since(tbl, head, *e.SourceSnapshotID); ok {
+			n := len(chain)
+			e.CommitsBehind = &n
+		}
+	}
 }
 
 // List lists the indexes of a table, in the catalog's order. An index that
