@@ -14,6 +14,19 @@ import (
 	"github.com/streamidx/streamidx/internal/testtls"
 )
 
+// securedHarness is a harness of pk whose broker speaks only TLS and
+// SCRAM (secureCluster), and whose daemon trusts the broker's certificate
+// and gives the user streamidx with password.
+func securedHarness(t *testing.T, password string) *harness {
+	t.Helper()
+	h := newHarness(t, 0, "pk")
+	pair := testtls.Write(t, t.TempDir(), 11)
+	secureCluster(t, h, pair)
+	h.cfg.Run.Kafka.TLS = config.KafkaTLSConfig{CAFile: pair.CertFile}
+	h.cfg.Run.Kafka.SASL = config.KafkaSASLConfig{Mechanism: "SCRAM-SHA-512", Username: "streamidx", Password: password}
+	return h
+}
+
 // secureCluster starts a kfake broker that speaks TLS with pair's
 // certificate and accepts only the SCRAM-SHA-512 user streamidx/s3cret,
 // serving the commit topic; the harness's producer reaches it so.
@@ -44,11 +57,7 @@ func secureCluster(t *testing.T, h *harness, pair testtls.Pair) {
 // daemon reads commit notifications from brokers that require both, and
 // commits its offsets there.
 func TestKafkaOverTLSWithSASL(t *testing.T) {
-	h := newHarness(t, 0, "pk")
-	pair := testtls.Write(t, t.TempDir(), 11)
-	secureCluster(t, h, pair)
-	h.cfg.Run.Kafka.TLS = config.KafkaTLSConfig{CAFile: pair.CertFile}
-	h.cfg.Run.Kafka.SASL = config.KafkaSASLConfig{Mechanism: "SCRAM-SHA-512", Username: "streamidx", Password: "s3cret"}
+	h := securedHarness(t, "s3cret")
 	h.start(nil)
 	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID)
 	s1 := h.commit(50)
@@ -64,11 +73,7 @@ func TestKafkaOverTLSWithSASL(t *testing.T) {
 // TestKafkaWrongPasswordIsSaid: a password the brokers refuse moves
 // nothing, and the daemon's log says that authentication failed.
 func TestKafkaWrongPasswordIsSaid(t *testing.T) {
-	h := newHarness(t, 0, "pk")
-	pair := testtls.Write(t, t.TempDir(), 12)
-	secureCluster(t, h, pair)
-	h.cfg.Run.Kafka.TLS = config.KafkaTLSConfig{CAFile: pair.CertFile}
-	h.cfg.Run.Kafka.SASL = config.KafkaSASLConfig{Mechanism: "SCRAM-SHA-512", Username: "streamidx", Password: "wrong"}
+	h := securedHarness(t, "wrong")
 	h.start(nil)
 	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID) // the first build needs no broker
 	first := h.tbl.CurrentSnapshot().SnapshotID
