@@ -268,7 +268,7 @@ func TestKubernetesManifestFitsTheDaemon(t *testing.T) {
 		LivenessProbe  probe `yaml:"livenessProbe"`
 		ReadinessProbe probe `yaml:"readinessProbe"`
 		StartupProbe   probe `yaml:"startupProbe"`
-		VolumeMounts []struct {
+		VolumeMounts   []struct {
 			Name      string `yaml:"name"`
 			MountPath string `yaml:"mountPath"`
 		} `yaml:"volumeMounts"`
