@@ -34,6 +34,8 @@ func TestBadInputIsRefusedWithAMessage(t *testing.T) {
 	}
 	deepDef := write("deep.json", fmt.Sprintf(`{"name":"deep","identity":["id"],"materialized":[%q],"cluster":["id"]}`, deep))
 	retain := write("retain.yaml", "run:\n  retain-snapshots: -5\n")
+	sasl := write("sasl.yaml", "run:\n  kafka:\n    sasl:\n      mechanism: GSSAPI\n      username: u\n")
+	tlsHalf := write("tls.yaml", "serve:\n  tls-cert-file: cert.pem\n")
 	blank := write("blank.txt", " \n\t ")
 	stage := t.TempDir()
 	for _, tc := range []struct {
@@ -52,6 +54,11 @@ func TestBadInputIsRefusedWithAMessage(t *testing.T) {
 		{[]string{"list", "--table", "test.nope"}, "test.nope"},
 		{[]string{"create", "--table", "test.orders", "--def", deepDef}, "nest function applications more than 64 deep"},
 		{[]string{"rollback", "--table", "test.orders", "--index", "pk", "--to", "somewhere/else"}, "want an index snapshot id or a metadata file location"},
+		{[]string{"expire", "--table", "test.orders", "--index", "pk", "--retain-last", "-3"}, "--retain-last -3: want at least 1"},
+		{[]string{"notify", "--table", "test.orders"}, "no Kafka brokers: give --kafka-brokers or run.kafka.brokers"},
+		{[]string{"notify", "--table", "test.orders", "--kafka-brokers", "127.0.0.1:1", "--offsets", "[1]"}, "offsets must be an object"},
+		{[]string{"run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stage, "--config", sasl}, `run.kafka.sasl.mechanism "GSSAPI"`},
+		{[]string{"serve", "--config", tlsHalf}, "serve.tls-cert-file and serve.tls-key-file: give both or neither"},
 	} {
 		code, out, errs := c.run(tc.args...)
 		if code != exitError || !strings.Contains(errs, tc.want) {
