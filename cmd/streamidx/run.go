@@ -95,6 +95,11 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		}
 		defer broker.Close()
 		cfg.Run.Kafka.Brokers = broker.ListenAddrs()
+		// The embedded broker speaks plain Kafka on its own address.
+		if cfg.Run.Kafka.TLS.On() || cfg.Run.Kafka.SASL.Mechanism != "" {
+			e.log.Warn("run.kafka.tls and run.kafka.sasl do not apply to the embedded broker: connecting to it without them")
+			cfg.Run.Kafka.TLS, cfg.Run.Kafka.SASL = config.KafkaTLSConfig{}, config.KafkaSASLConfig{}
+		}
 		e.log.Info("embedded Kafka broker started", "addr", addr)
 	}
 	reg := newRegistry()
