@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +72,30 @@ func TestNotifyMovesTheDaemon(t *testing.T) {
 	if string(recs[0].Key) != "test.orders" {
 		t.Errorf("the notification's key is %q, want the table's name", recs[0].Key)
 	}
+}
+
+// TestEmbeddedBrokerIgnoresKafkaSecurity: run.kafka.tls and run.kafka.sasl
+// configured for the production brokers do not stop a daemon started with
+// --embedded-kafka, whose broker speaks plain Kafka: a notification sent
+// to it moves the index.
+func TestEmbeddedBrokerIgnoresKafkaSecurity(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
+	c := newCLI(t, warehouse, "run:\n  kafka:\n    tls: {enabled: true}\n    sasl: {mechanism: PLAIN, username: u, password: p}\n")
+	createIndex(t, c, "pk")
+	broker := testAddr(t)
+	startDaemon(t, c, "--table", "test.orders", "--index", "pk", "--embedded-kafka", broker, "--poll-interval", "1h",
+		"--http", testAddr(t), "--stage-dir", t.TempDir())
+	waitAligned(t, c, "pk", current)
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(20, 30, 0)...)
+	// notify reads the same configuration: it is told to skip TLS and SASL
+	// by giving the embedded broker's plain address in a config of its own.
+	plain := filepath.Join(t.TempDir(), "plain.yaml")
+	if err := os.WriteFile(plain, []byte("build:\n  progress: never\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c.ok("notify", "--config", plain, "--table", "test.orders", "--kafka-brokers", broker)
+	waitAligned(t, c, "pk", current)
 }
