@@ -15,7 +15,7 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
-	"github.com/apache/iceberg-go/catalog/rest"
+	_ "github.com/apache/iceberg-go/catalog/rest" // registers the rest catalog type with catalog.Load
 	sqlcat "github.com/apache/iceberg-go/catalog/sql"
 	"github.com/apache/iceberg-go/table"
 	_ "github.com/lib/pq" // the postgres database/sql driver
@@ -188,8 +188,18 @@ func (e *env) openCatalog(ctx context.Context) error {
 		e.db = db
 		return e.openSQLCatalog(sqlcat.Postgres)
 	case "rest":
-		opts := []rest.Option{rest.WithWarehouseLocation(c.Warehouse), rest.WithAdditionalProps(e.props)}
-		cat, err := rest.NewCatalog(ctx, c.Name, c.URI, opts...)
+		// Through the catalog's properties, as Iceberg's other clients are
+		// configured: catalog.properties may carry the REST catalog's
+		// authentication (token, credential, oauth2-server-uri, scope,
+		// rest.sigv4-enabled, ...), which must be in place before the
+		// first request.
+		props := iceberg.Properties{"type": "rest", "uri": c.URI, "warehouse": c.Warehouse}
+		for k, v := range e.props {
+			if _, set := props[k]; !set {
+				props[k] = v
+			}
+		}
+		cat, err := catalog.Load(ctx, c.Name, props)
 		if err != nil {
 			return fmt.Errorf("open REST catalog %s: %w", c.URI, err)
 		}

@@ -364,6 +364,8 @@ var Env = map[string]string{
 	"STREAMIDX_LOG_LEVEL":                 "log.level",
 	"STREAMIDX_LOG_FORMAT":                "log.format",
 	"STREAMIDX_SERVE_TOKEN":               "serve.token",
+	"STREAMIDX_CATALOG_TOKEN":             "catalog.properties.token",
+	"STREAMIDX_CATALOG_CREDENTIAL":        "catalog.properties.credential",
 	"STREAMIDX_KAFKA_SASL_USERNAME":       "run.kafka.sasl.username",
 	"STREAMIDX_KAFKA_SASL_PASSWORD":       "run.kafka.sasl.password",
 }
@@ -492,7 +494,14 @@ func (c *Config) Set(key, value string) error {
 	case "log.format":
 		c.Log.Format = value
 	default:
-		return fmt.Errorf("unknown config key %q", key)
+		prop, ok := strings.CutPrefix(key, "catalog.properties.")
+		if !ok || prop == "" {
+			return fmt.Errorf("unknown config key %q", key)
+		}
+		if c.Catalog.Properties == nil {
+			c.Catalog.Properties = map[string]string{}
+		}
+		c.Catalog.Properties[prop] = value
 	}
 	if err != nil {
 		return fmt.Errorf("config key %s: %w", key, err)
@@ -752,11 +761,34 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// secretProperty reports whether a catalog property holds a secret: a
+// REST catalog's token or OAuth2 credential, a store's secret key, session
+// token or password.
+func secretProperty(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"token", "credential", "secret", "password"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // String prints the effective configuration as YAML.
 func (c Config) String() string {
 	// Secrets are never printed.
 	if c.Serve.Token != "" {
 		c.Serve.Token = "<redacted>"
+	}
+	if len(c.Catalog.Properties) > 0 {
+		props := make(map[string]string, len(c.Catalog.Properties)) // c's map is the caller's
+		for k, v := range c.Catalog.Properties {
+			if secretProperty(k) {
+				v = "<redacted>"
+			}
+			props[k] = v
+		}
+		c.Catalog.Properties = props
 	}
 	if c.Run.Kafka.SASL.Password != "" {
 		c.Run.Kafka.SASL.Password = "<redacted>"

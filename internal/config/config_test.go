@@ -122,10 +122,12 @@ func TestStagingDirectoryDefaultsBesideTheData(t *testing.T) {
 // from a file or the environment, print as <redacted>.
 func TestSecretsAreNeverPrinted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(path, []byte("serve:\n  token: tok-in-file\nrun:\n  kafka:\n    sasl:\n      mechanism: PLAIN\n      username: u\n"), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte("catalog:\n  properties:\n    s3.secret-access-key: key-in-file\n    s3.region: us-east-1\n"+
+		"serve:\n  token: tok-in-file\nrun:\n  kafka:\n    sasl:\n      mechanism: PLAIN\n      username: u\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("STREAMIDX_KAFKA_SASL_PASSWORD", "pw-in-env")
+	t.Setenv("STREAMIDX_CATALOG_CREDENTIAL", "id:cred-in-env")
 	c, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -133,16 +135,19 @@ func TestSecretsAreNeverPrinted(t *testing.T) {
 	if err := c.EnsureDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Run.Kafka.SASL.Password != "pw-in-env" || c.Serve.Token != "tok-in-file" {
-		t.Fatalf("secrets not read: %+v", c.Run.Kafka.SASL)
+	if c.Run.Kafka.SASL.Password != "pw-in-env" || c.Serve.Token != "tok-in-file" || c.Catalog.Properties["credential"] != "id:cred-in-env" {
+		t.Fatalf("secrets not read: %+v %v", c.Run.Kafka.SASL, c.Catalog.Properties)
 	}
 	out := c.String()
-	for _, secret := range []string{"tok-in-file", "pw-in-env"} {
+	for _, secret := range []string{"tok-in-file", "pw-in-env", "cred-in-env", "key-in-file"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("printed configuration holds %s:\n%s", secret, out)
 		}
 	}
-	if strings.Count(out, "<redacted>") != 2 {
-		t.Errorf("want two <redacted> values:\n%s", out)
+	if strings.Count(out, "<redacted>") != 4 || !strings.Contains(out, "us-east-1") {
+		t.Errorf("want four <redacted> values and the region:\n%s", out)
+	}
+	if c.Catalog.Properties["credential"] != "id:cred-in-env" {
+		t.Errorf("printing changed the configuration")
 	}
 }
