@@ -15,6 +15,7 @@ type metrics struct {
 	rows     prometheus.Counter
 	retries  prometheus.Counter
 	inFlight prometheus.Gauge
+	queued   prometheus.Gauge
 	cache    prometheus.Collector
 }
 
@@ -36,12 +37,15 @@ func newMetrics(store *objstore.Store) *metrics {
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "streamidx_serve_requests_in_flight", Help: "Requests of the lookup service being answered (waiting for a slot not included).",
 		}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "streamidx_serve_requests_queued", Help: "Requests of the lookup service waiting for a slot (serve.max-concurrent-requests).",
+		}),
 		cache: &cacheCollector{store: store},
 	}
 }
 
 func (m *metrics) register(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.rows, m.retries, m.inFlight, m.cache} {
+	for _, c := range []prometheus.Collector{m.requests, m.seconds, m.rows, m.retries, m.inFlight, m.queued, m.cache} {
 		if err := reg.Register(c); err != nil {
 			return err
 		}

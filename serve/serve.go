@@ -282,6 +282,8 @@ func (s *Service) admit(ctx context.Context) bool {
 		return true
 	default:
 	}
+	s.metrics.queued.Inc()
+	defer s.metrics.queued.Dec()
 	t := time.NewTimer(s.opts.MaxQueueWait)
 	defer t.Stop()
 	select {
