@@ -27,6 +27,9 @@ import (
 // that does not answer) in log. Files that do not load are named in the
 // error.
 func Options(k config.KafkaConfig, log *slog.Logger) ([]kgo.Opt, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	opts := []kgo.Opt{kgo.SeedBrokers(k.Brokers...), kgo.WithLogger(kafkaLog{log})}
 	if k.TLS.On() {
 		tc, err := kafkaTLS(k.TLS)
