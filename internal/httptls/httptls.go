@@ -36,24 +36,23 @@ const checkEvery = time.Second
 // either changed; a pair that then fails to load is logged, and the
 // certificate read before goes on being served.
 func Config(certFile, keyFile string, log *slog.Logger) (*tls.Config, error) {
-	cfg, _, err := newConfig(certFile, keyFile, log, checkEvery)
-	return cfg, err
+	return newConfig(certFile, keyFile, log, checkEvery)
 }
 
-func newConfig(certFile, keyFile string, log *slog.Logger, every time.Duration) (*tls.Config, *reloader, error) {
+func newConfig(certFile, keyFile string, log *slog.Logger, every time.Duration) (*tls.Config, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	r := &reloader{certFile: certFile, keyFile: keyFile, log: log, every: every, now: time.Now}
 	st, err := r.stamp()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if r.current, err = r.load(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	r.seen, r.checked = st, r.now()
-	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.get}, r, nil
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.get}, nil
 }
 
 // reloader holds the certificate served and what the files looked like

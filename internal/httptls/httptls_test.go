@@ -76,7 +76,7 @@ func TestServesTheRotatedCertificate(t *testing.T) {
 	dir := t.TempDir()
 	a := testtls.Write(t, dir, 1)
 	logs := &syncBuffer{}
-	cfg, _, err := newConfig(a.CertFile, a.KeyFile, slog.New(slog.NewTextHandler(logs, nil)), 0)
+	cfg, err := newConfig(a.CertFile, a.KeyFile, slog.New(slog.NewTextHandler(logs, nil)), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
