@@ -404,17 +404,13 @@ func (c *Config) Set(key, value string) error {
 	case "build.progress":
 		c.Build.Progress = value
 	case "run.poll-interval":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Run.PollInterval = Duration(d)
+		err = setDuration(&c.Run.PollInterval, value)
 	case "run.policy":
 		c.Run.Policy = value
 	case "run.adaptive.max-snapshots-behind":
 		c.Run.Adaptive.MaxSnapshotsBehind, err = strconv.Atoi(value)
 	case "run.adaptive.max-lag":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Run.Adaptive.MaxLag = Duration(d)
+		err = setDuration(&c.Run.Adaptive.MaxLag, value)
 	case "run.http":
 		c.Run.HTTP = value
 	case "run.stage-dir":
@@ -424,13 +420,9 @@ func (c *Config) Set(key, value string) error {
 	case "run.kafka.commit-topic":
 		c.Run.Kafka.CommitTopic = value
 	case "run.kafka.notification-timeout":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Run.Kafka.NotificationTimeout = Duration(d)
+		err = setDuration(&c.Run.Kafka.NotificationTimeout, value)
 	case "run.kafka.metadata-max-age":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Run.Kafka.MetadataMaxAge = Duration(d)
+		err = setDuration(&c.Run.Kafka.MetadataMaxAge, value)
 	case "run.kafka.tls.enabled":
 		c.Run.Kafka.TLS.Enabled, err = strconv.ParseBool(value)
 	case "run.kafka.tls.ca-file":
@@ -468,9 +460,7 @@ func (c *Config) Set(key, value string) error {
 	case "serve.max-concurrent-requests":
 		c.Serve.MaxConcurrentRequests, err = strconv.Atoi(value)
 	case "serve.max-queue-wait":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Serve.MaxQueueWait = Duration(d)
+		err = setDuration(&c.Serve.MaxQueueWait, value)
 	case "serve.tls-cert-file":
 		c.Serve.TLSCertFile = value
 	case "serve.tls-key-file":
@@ -482,13 +472,9 @@ func (c *Config) Set(key, value string) error {
 	case "serve.max-rows":
 		c.Serve.MaxRows, err = strconv.ParseInt(value, 10, 64)
 	case "serve.metadata-max-age":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Serve.MetadataMaxAge = Duration(d)
+		err = setDuration(&c.Serve.MetadataMaxAge, value)
 	case "serve.timeout":
-		var d time.Duration
-		d, err = time.ParseDuration(value)
-		c.Serve.Timeout = Duration(d)
+		err = setDuration(&c.Serve.Timeout, value)
 	case "log.level":
 		c.Log.Level = value
 	case "log.format":
@@ -759,6 +745,15 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("log.format %q: want text or json", c.Log.Format))
 	}
 	return errors.Join(errs...)
+}
+
+// setDuration sets *dst to the duration value spells.
+func setDuration(dst *Duration, value string) error {
+	d, err := time.ParseDuration(value)
+	if err == nil {
+		*dst = Duration(d)
+	}
+	return err
 }
 
 // secretProperty reports whether a catalog property holds a secret: a
