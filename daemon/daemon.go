@@ -53,6 +53,10 @@ type Daemon struct {
 	tls *tls.Config
 	// mounts are the handlers Mount added to the HTTP server.
 	mounts []mount
+	// warm, set by WarmWith, runs once per index after it first caught
+	// up; warming counts those running, which Run waits for.
+	warm    WarmFunc
+	warming sync.WaitGroup
 
 	// now is the clock of notification timeouts; beforeStep, when set, is
 	// called before each update step while it holds its slot. Tests set them.
@@ -186,6 +190,22 @@ func (d *Daemon) Mount(pattern string, h http.Handler) {
 	d.mounts = append(d.mounts, mount{pattern, h})
 }
 
+// A WarmFunc readies the lookup service for index index of table table
+// ("ns.t"): see WarmWith.
+type WarmFunc func(ctx context.Context, table, index string) error
+
+// WarmWith makes the daemon call warm for each index once it first caught
+// up with its table, apart from its updates; /readyz answers "not ready"
+// until warm returned for every index. A failed warm-up is logged and
+// counts as done: the lookups it would have spared read what they need.
+// `streamidx run --serve` warms the lookup cache so. Call it before Run.
+func (d *Daemon) WarmWith(warm WarmFunc) {
+	d.warm = warm
+}
+
+// NumIndexes is the number of indexes the daemon keeps fresh.
+func (d *Daemon) NumIndexes() int { return len(d.workers) }
+
 // Addr is the address the HTTP server listens on; "" when it is off.
 func (d *Daemon) Addr() string {
 	if d.listener == nil {
@@ -248,6 +268,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		<-workCtx.Done()
 		wg.Wait()
+		d.warming.Wait()
 		if cons != nil {
 			cons.close() // commit what the last updates covered
 		}

@@ -13,7 +13,8 @@ import (
 )
 
 // handler serves /metrics (when the registerer can also gather), /healthz
-// (the process is up) and /readyz (every index caught up once, none halted).
+// (the process is up) and /readyz (every index caught up once and, with a
+// WarmFunc, warmed; none halted).
 func (d *Daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	if g, ok := d.reg.(prometheus.Gatherer); ok {
@@ -35,19 +36,24 @@ func (d *Daemon) handler() http.Handler {
 
 // notReady says why the daemon is not ready, or "" when it is.
 func (d *Daemon) notReady() string {
-	var halted, behind []string
+	var halted, behind, cold []string
 	for _, w := range d.workers {
-		if err := w.halted(); err != nil {
-			halted = append(halted, fmt.Sprintf("index %s halted: %v", w.name(), err))
-		} else if !w.synced.Load() {
+		switch {
+		case w.halted() != nil:
+			halted = append(halted, fmt.Sprintf("index %s halted: %v", w.name(), w.halted()))
+		case !w.synced.Load():
 			behind = append(behind, w.name())
+		case !w.warmed.Load():
+			cold = append(cold, w.name())
 		}
 	}
-	if len(halted) > 0 {
+	switch {
+	case len(halted) > 0:
 		return strings.Join(halted, "; ")
-	}
-	if len(behind) > 0 {
+	case len(behind) > 0:
 		return "indexes catching up: " + strings.Join(behind, ", ")
+	case len(cold) > 0:
+		return "warming the lookup cache: " + strings.Join(cold, ", ")
 	}
 	return ""
 }

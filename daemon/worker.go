@@ -26,8 +26,10 @@ type worker struct {
 	upd   *updater.Updater
 	// wake holds at most one pending wake-up: wake-ups coalesce.
 	wake chan struct{}
-	// synced is set once the index has caught up with its table.
+	// synced is set once the index has caught up with its table; warmed
+	// once the daemon's WarmFunc returned for it (or there is none).
 	synced atomic.Bool
+	warmed atomic.Bool
 	// waiting is set while an events-fed index waits for its change feed.
 	waiting atomic.Bool
 
@@ -77,6 +79,21 @@ func retryDelay(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// startWarm runs the daemon's WarmFunc for w apart from its updates, or
+// marks w warmed when there is none.
+func (d *Daemon) startWarm(ctx context.Context, w *worker) {
+	if d.warm == nil {
+		w.warmed.Store(true)
+		return
+	}
+	d.warming.Go(func() {
+		defer w.warmed.Store(true)
+		if err := d.warm(ctx, w.table, w.index); err != nil && ctx.Err() == nil {
+			d.log.Warn("warming the lookup cache failed: the first lookups read what they need", "table", w.table, "index", w.index, "err", err)
+		}
+	})
+}
+
 // work runs w until ctx ends or w halts: an alignment at start, at every
 // wake-up and at every poll interval; a failed one is retried with backoff.
 func (d *Daemon) work(ctx context.Context, w *worker) {
@@ -118,6 +135,7 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 		failures, rebuilt = 0, false
 		if !w.waiting.Load() && !w.synced.Swap(true) {
 			d.log.Info("index caught up with its table", "table", w.table, "index", w.index)
+			d.startWarm(ctx, w)
 		}
 		select {
 		case <-ctx.Done():

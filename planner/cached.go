@@ -70,7 +70,6 @@ func (ru *run) layoutKey() string {
 // decoded blocks of the pages a lookup keeps are read once and kept, so a
 // lookup that finds them cached reads nothing from storage.
 func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *FilePlan, field int) (err error) {
-	store := ru.p.opts.Store
 	lr := &lazyRange{ru: ru, te: te}
 	defer func() {
 		if cerr := lr.close(); err == nil {
@@ -79,19 +78,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 	}()
 	st := &ru.res.Stats
 	st.RangeFilesRead++
-	info, err := objstore.Cached(ctx, store, te.FilePath, "groups/"+ru.layoutKey(), func(ctx context.Context) (*fileInfo, int64, error) {
-		rf, err := lr.get(ctx)
-		if err != nil {
-			return nil, 0, err
-		}
-		fi := &fileInfo{}
-		for g := range rf.NumRowGroups() {
-			rows, stats := rf.RowGroupStats(g)
-			fi.rows = append(fi.rows, rows)
-			fi.stats = append(fi.stats, stats)
-		}
-		return fi, int64(len(fi.rows)) * int64(64+128*len(ru.schema.Fields())), nil
-	})
+	info, err := ru.cachedGroups(ctx, lr)
 	if err != nil {
 		return err
 	}
@@ -111,19 +98,9 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 	}
 	ctx = compute.WithAllocator(ctx, ru.mem)
 	for _, g := range groups {
-		pages, err := objstore.Cached(ctx, store, te.FilePath, fmt.Sprintf("pages/%d/%d/%s", g, field, ru.layoutKey()), func(ctx context.Context) ([]format.PageStats, int64, error) {
-			rf, err := lr.get(ctx)
-			if err != nil {
-				return nil, 0, err
-			}
-			pages, err := rf.PageStats(g, field)
-			return pages, int64(len(pages)) * 160, err
-		})
+		pages, err := ru.cachedPages(ctx, lr, info, g, field)
 		if err != nil {
 			return err
-		}
-		if len(pages) == 0 { // no page index: the row group is one block
-			pages = []format.PageStats{{FirstRow: 0, Rows: info.rows[g]}}
 		}
 		st.PagesTotal += len(pages)
 		for _, p := range pages {
@@ -138,17 +115,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 				}
 			}
 			st.PagesRead++
-			blk, err := objstore.Cached(ctx, store, te.FilePath, fmt.Sprintf("block/%d/%d/%d/%s", g, p.FirstRow, p.Rows, ru.layoutKey()), func(ctx context.Context) (*format.Block, int64, error) {
-				rf, err := lr.get(ctx)
-				if err != nil {
-					return nil, 0, err
-				}
-				b, err := rf.ReadBlock(ctx, g, p.FirstRow, p.Rows)
-				if err != nil {
-					return nil, 0, err
-				}
-				return b, b.Bytes(), nil
-			})
+			blk, err := ru.cachedBlock(ctx, lr, g, p)
 			if err != nil {
 				return err
 			}
@@ -158,6 +125,101 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 		}
 	}
 	return nil
+}
+
+// cachedGroups returns the row groups' sizes and statistics of lr's file,
+// through the lookup cache.
+func (ru *run) cachedGroups(ctx context.Context, lr *lazyRange) (*fileInfo, error) {
+	return objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, "groups/"+ru.layoutKey(), func(ctx context.Context) (*fileInfo, int64, error) {
+		rf, err := lr.get(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		fi := &fileInfo{}
+		for g := range rf.NumRowGroups() {
+			rows, stats := rf.RowGroupStats(g)
+			fi.rows = append(fi.rows, rows)
+			fi.stats = append(fi.stats, stats)
+		}
+		return fi, int64(len(fi.rows)) * int64(64+128*len(ru.schema.Fields())), nil
+	})
+}
+
+// cachedPages returns the pages of row group g of lr's file by the page
+// index of field, through the lookup cache; a row group without a page
+// index is one page.
+func (ru *run) cachedPages(ctx context.Context, lr *lazyRange, info *fileInfo, g, field int) ([]format.PageStats, error) {
+	pages, err := objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, fmt.Sprintf("pages/%d/%d/%s", g, field, ru.layoutKey()), func(ctx context.Context) ([]format.PageStats, int64, error) {
+		rf, err := lr.get(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		pages, err := rf.PageStats(g, field)
+		return pages, int64(len(pages)) * 160, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(pages) == 0 {
+		pages = []format.PageStats{{FirstRow: 0, Rows: info.rows[g]}}
+	}
+	return pages, nil
+}
+
+// cachedBlock returns the decoded rows of page p of row group g of lr's
+// file, through the lookup cache.
+func (ru *run) cachedBlock(ctx context.Context, lr *lazyRange, g int, p format.PageStats) (*format.Block, error) {
+	return objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, fmt.Sprintf("block/%d/%d/%d/%s", g, p.FirstRow, p.Rows, ru.layoutKey()), func(ctx context.Context) (*format.Block, int64, error) {
+		rf, err := lr.get(ctx)
+		if err != nil {
+			return nil, 0, err
+		}
+		b, err := rf.ReadBlock(ctx, g, p.FirstRow, p.Rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		return b, b.Bytes(), nil
+	})
+}
+
+// warmFile reads every page of te's range file into the lookup cache, by
+// the page index of field, until the blocks it holds reach budget bytes;
+// it returns the bytes of the blocks it read or found.
+func (ru *run) warmFile(ctx context.Context, te *format.TrackingEntry, field int, budget int64) (n int64, err error) {
+	lr := &lazyRange{ru: ru, te: te}
+	defer func() {
+		if cerr := lr.close(); err == nil {
+			err = cerr
+		}
+	}()
+	info, err := ru.cachedGroups(ctx, lr)
+	if err != nil {
+		return 0, err
+	}
+	ctx = compute.WithAllocator(ctx, ru.mem)
+	for g, rows := range info.rows {
+		if rows == 0 {
+			continue
+		}
+		pages, err := ru.cachedPages(ctx, lr, info, g, field)
+		if err != nil {
+			return n, err
+		}
+		for _, p := range pages {
+			if n >= budget {
+				return n, nil
+			}
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			blk, err := ru.cachedBlock(ctx, lr, g, p)
+			if err != nil {
+				return n, err
+			}
+			n += blk.Bytes()
+		}
+	}
+	return n, nil
 }
 
 // consumeBlock finds the matches of a block by the columns the filters

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
@@ -201,5 +202,66 @@ func TestWideLookupsInParallel(t *testing.T) {
 			t.Errorf("%.30s: %d rows from %d range files: the case reads too little to test", where, one.Stats.Rows, one.Stats.RangeFilesRead)
 		}
 		checkLocations(t, three)
+	}
+}
+
+// TestWarmFillsTheLookupCache: Warm reads every page of every range file
+// of the index snapshot into the lookup cache, so that point lookups of
+// any key then read nothing from storage and miss nothing, with the same
+// answers; a budget stops it early, and without a cache it reads no page.
+func TestWarmFillsTheLookupCache(t *testing.T) {
+	ctx := context.Background()
+	tbl, _ := staleHistory(t, 3)
+	md := newIndex(t, tbl, "pk")
+	// Several range files of several row groups of several pages each,
+	// for the current snapshot: a lagging index would also make lookups
+	// read the delete files of the commits since, which no warm-up covers.
+	buildIndex(t, tbl, md, tbl.CurrentSnapshot(), compactor.RangeWriterOptions{TargetFileSize: 2 << 10, RowGroupRows: 32, PageSizeBytes: 64, BatchRows: 7})
+	rows := scanTable(t, tbl, tbl.CurrentSnapshot())
+
+	store := objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})
+	p := New(Options{Store: store})
+	w, err := p.Warm(ctx, tbl, md, 64<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Of < 2 || w.Files != w.Of || w.Bytes <= 0 {
+		t.Fatalf("warmed %+v: want every range file (more than one) and some bytes", w)
+	}
+	before := store.CacheStats().Lookup
+	for _, k := range []int64{0, 10, 42, 160, 199, 310} {
+		where := "id = " + strconv.FormatInt(k, 10)
+		res, err := p.Lookup(ctx, tbl, md, Query{Where: where})
+		if err != nil {
+			t.Fatalf("lookup %s: %v", where, err)
+		}
+		got, want := resultRows(res), expectedRows(res.Fields, rows, eq("id", k))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s after Warm: %d rows, want %d:%s", where, len(got), len(want), diffRows(got, want))
+		}
+		if res.Stats.BytesRead != 0 {
+			t.Errorf("%s after Warm read %d bytes of range files", where, res.Stats.BytesRead)
+		}
+		res.Release()
+	}
+	if after := store.CacheStats().Lookup; after.Misses != before.Misses {
+		t.Errorf("lookups after Warm missed the cache %d times", after.Misses-before.Misses)
+	}
+
+	// A budget of one byte reads the first page of the first file only.
+	small := objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})
+	ws, err := New(Options{Store: small}).Warm(ctx, tbl, md, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ws.Files != 1 || ws.Bytes <= 0 || ws.Bytes >= w.Bytes {
+		t.Errorf("Warm with a 1-byte budget: %+v; want one file, fewer bytes than the whole %d", ws, w.Bytes)
+	}
+
+	// Without a lookup cache there is nothing to fill.
+	none := objstore.New(objstore.Options{})
+	wn, err := New(Options{Store: none}).Warm(ctx, tbl, md, 64<<20)
+	if err != nil || wn.Bytes != 0 || wn.Files != 0 || wn.Of != w.Of {
+		t.Errorf("Warm without a cache: %+v, %v; want no pages read, %d range files counted", wn, err, w.Of)
 	}
 }

@@ -139,7 +139,7 @@ func (s *Service) lookup(w http.ResponseWriter, r *http.Request) error {
 	var res *planner.Result
 	var hdr Header
 	for attempt := 1; ; attempt++ {
-		t, err := s.loadIndex(r, q.Snapshot, attempt > 1)
+		t, err := s.loadIndex(r.Context(), r.PathValue("table"), r.PathValue("index"), q.Snapshot, attempt > 1)
 		if err != nil {
 			return err
 		}

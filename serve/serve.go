@@ -443,8 +443,7 @@ const maxLoaded = 1024
 // as read less than MetadataMaxAge ago, or older while it is read again
 // in the background (see current), unless reload is set, it expired or it
 // lacks snapshot (a table snapshot id, 0 for none).
-func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*table.Table, table.Identifier, error) {
-	name := r.PathValue("table")
+func (s *Service) loadTable(ctx context.Context, name string, snapshot int64, reload bool) (*table.Table, table.Identifier, error) {
 	id, err := config.ParseTable(name)
 	if err != nil {
 		return nil, nil, &apiError{http.StatusBadRequest, "bad_table", err.Error()}
@@ -463,7 +462,7 @@ func (s *Service) loadTable(r *http.Request, snapshot int64, reload bool) (*tabl
 	if claimed {
 		defer s.refreshed(key)
 	}
-	tbl, err := s.readTable(r.Context(), key, id, l.tbl)
+	tbl, err := s.readTable(ctx, key, id, l.tbl)
 	if err != nil {
 		return nil, nil, fmt.Errorf("load table %s: %w", name, err)
 	}
@@ -529,12 +528,12 @@ func (s *Service) readIndex(ctx context.Context, key string, id table.Identifier
 // loadIndex loads the table and the index of the path, or takes them as
 // kept (see loadTable). unsupported is set for an index of a type
 // streamidx does not implement.
-func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (indexinfo.Target, error) {
-	tbl, id, err := s.loadTable(r, snapshot, reload)
+func (s *Service) loadIndex(ctx context.Context, tableName, indexName string, snapshot int64, reload bool) (indexinfo.Target, error) {
+	tbl, id, err := s.loadTable(ctx, tableName, snapshot, reload)
 	if err != nil {
 		return indexinfo.Target{}, err
 	}
-	t := indexinfo.Target{TableName: r.PathValue("table"), IndexName: r.PathValue("index"), Table: tbl}
+	t := indexinfo.Target{TableName: tableName, IndexName: indexName, Table: tbl}
 	key := "i/" + strings.Join(id, ".") + "/" + t.IndexName
 	l, have, claimed, expired := s.current(key)
 	switch {
@@ -542,7 +541,7 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 		if claimed {
 			defer s.refreshed(key)
 		}
-		l = s.readIndex(r.Context(), key, id, t.IndexName)
+		l = s.readIndex(ctx, key, id, t.IndexName)
 	case claimed:
 		s.refresh(key, l, func(ctx context.Context) error {
 			if l := s.readIndex(ctx, key, id, t.IndexName); l.md == nil {
@@ -564,8 +563,34 @@ func (s *Service) loadIndex(r *http.Request, snapshot int64, reload bool) (index
 	return t, nil
 }
 
+// Warm reads the pages of index indexName of table tableName ("ns.t")
+// into the lookup cache, up to budget bytes (see planner.Warm), after
+// loading both as a request would: a service warmed before it answers
+// spares its first lookups the reading of metadata and pages.
+func (s *Service) Warm(ctx context.Context, tableName, indexName string, budget int64) (planner.Warmed, error) {
+	t, err := s.loadIndex(ctx, tableName, indexName, 0, false)
+	if err != nil {
+		return planner.Warmed{}, err
+	}
+	if t.Unsupported {
+		return planner.Warmed{}, nil
+	}
+	w, err := s.planner.Warm(ctx, t.Table, t.Metadata, budget)
+	if err != nil {
+		return w, fmt.Errorf("warm index %s of %s: %w", indexName, tableName, err)
+	}
+	return w, nil
+}
+
+// WarmBudget is what Warm may fill of the lookup cache for each of n
+// indexes warmed together: half the cache, shared evenly, so that the
+// pages lookups go on to read find room beside them.
+func (s *Service) WarmBudget(n int) int64 {
+	return s.opts.Store.LookupCacheBytes() / 2 / int64(max(n, 1))
+}
+
 func (s *Service) listIndexes(w http.ResponseWriter, r *http.Request) error {
-	tbl, _, err := s.loadTable(r, 0, false)
+	tbl, _, err := s.loadTable(r.Context(), r.PathValue("table"), 0, false)
 	if err != nil {
 		return err
 	}
@@ -583,7 +608,7 @@ func (s *Service) inspectIndex(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.loadIndex(r, 0, false)
+	t, err := s.loadIndex(r.Context(), r.PathValue("table"), r.PathValue("index"), 0, false)
 	if err != nil {
 		return err
 	}

@@ -118,6 +118,12 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		}
 		defer svc.Close()
 		d.Mount("/v1/", svc.Handler())
+		if cfg.Serve.Warm {
+			budget := svc.WarmBudget(d.NumIndexes())
+			d.WarmWith(func(ctx context.Context, table, index string) error {
+				return warmIndex(ctx, e, svc, table, index, budget)
+			})
+		}
 		warnIfExposed(e, cfg.Run.HTTP)
 	}
 	if *once {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,9 +25,20 @@ func init() {
 }
 
 func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	httpAddr := fs.String("http", "", "listen `address` of the lookup service, /metrics and /healthz (default from serve.http: 127.0.0.1:9465)")
+	httpAddr := fs.String("http", "", "listen `address` of the lookup service, /metrics, /healthz and /readyz (default from serve.http: 127.0.0.1:9465)")
+	var warm stringList
+	fs.Var(&warm, "warm", "read the pages of index `NS.TABLE/INDEX` into the cache at start, before /readyz says ready (repeat; see serve.warm)")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
+	}
+	type target struct{ table, index string }
+	var targets []target
+	for _, w := range warm {
+		t, i, ok := strings.Cut(w, "/")
+		if !ok || t == "" || i == "" {
+			return exitError, fmt.Errorf("--warm %q: want NS.TABLE/INDEX", w)
+		}
+		targets = append(targets, target{t, i})
 	}
 	g.serving = true
 	e, err := openEnv(ctx, g)
@@ -47,6 +60,14 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	var ready atomic.Bool
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "not ready: warming the lookup cache", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
 	mux.Handle("/v1/", svc.Handler())
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -69,6 +90,15 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		done <- srv.Serve(ln)
 	}()
 	e.log.Info("streamidx serve started", "http", ln.Addr().String(), "token", e.cfg.Serve.Token != "", "tls", srv.TLSConfig != nil)
+	if e.cfg.Serve.Warm {
+		budget := svc.WarmBudget(len(targets))
+		for _, t := range targets {
+			if err := warmIndex(ctx, e, svc, t.table, t.index, budget); err != nil && ctx.Err() == nil {
+				e.log.Warn("warming the lookup cache failed: the first lookups read what they need", "table", t.table, "index", t.index, "err", err)
+			}
+		}
+	}
+	ready.Store(true)
 	select {
 	case err := <-done:
 		return exitError, err
@@ -86,6 +116,19 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	}
 	fmt.Fprintln(stdout, "streamidx serve: stopped")
 	return exitOK, nil
+}
+
+// warmIndex warms the lookup cache with index index of table table, up to
+// budget bytes, and logs what it read.
+func warmIndex(ctx context.Context, e *env, svc *serve.Service, table, index string, budget int64) error {
+	began := time.Now()
+	w, err := svc.Warm(ctx, table, index, budget)
+	if err != nil {
+		return err
+	}
+	e.log.Info("lookup cache warmed", "table", table, "index", index, "range_files", w.Files, "of", w.Of,
+		"bytes", w.Bytes, "took", time.Since(began).Round(time.Millisecond))
+	return nil
 }
 
 // newService builds the lookup service of the environment's catalogs and

@@ -469,3 +469,52 @@ func TestServeOverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestServeWarmsBeforeReady: `serve --warm NS.TABLE/INDEX` reads the
+// index's pages into the lookup cache before /readyz says ready, so the
+// lookups that follow miss nothing; a --warm without an index is refused.
+func TestServeWarmsBeforeReady(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	testtables.Append(t, tbl, testtables.OrderRows(0, 300, 0)...)
+	c := newCLI(t, warehouse, "")
+	createIndex(t, c, "pk")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+
+	base := startServe(t, c, "--warm", "test.orders/pk")
+	waitFor(t, "/readyz after the warm-up", func() bool {
+		resp, err := noKeepAlive.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	lookupCache := func() (entries, misses float64) {
+		t.Helper()
+		return metric(t, base, `streamidx_serve_cache_entries{cache="lookup"}`), metric(t, base, `streamidx_serve_cache_misses_total{cache="lookup"}`)
+	}
+	entries, misses := lookupCache()
+	if entries == 0 {
+		t.Fatalf("the lookup cache is empty once ready: nothing was warmed")
+	}
+	cl := newClient(t, base, "")
+	for _, k := range []int{0, 42, 150, 299} {
+		ans, err := cl.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: fmt.Sprintf("id = %d", k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ans.Rows) != 1 {
+			t.Errorf("id = %d: %d rows, want 1", k, len(ans.Rows))
+		}
+	}
+	if _, after := lookupCache(); after != misses {
+		t.Errorf("lookups after the warm-up missed the lookup cache %v times", after-misses)
+	}
+
+	fs := flag.NewFlagSet("streamidx serve", flag.ContinueOnError)
+	g := &globals{stderr: io.Discard}
+	g.register(fs)
+	if _, err := runServe(context.Background(), g, fs, append(append([]string{}, c.base...), "--warm", "test.orders"), io.Discard); err == nil || !strings.Contains(err.Error(), "NS.TABLE/INDEX") {
+		t.Errorf("serve --warm test.orders: %v; want the form NS.TABLE/INDEX asked for", err)
+	}
+}

@@ -66,6 +66,12 @@ type ServeConfig struct {
 	MaxConcurrentRequests int `yaml:"max-concurrent-requests"`
 	// MaxQueueWait is how long a request waits for a slot. Default: 1s.
 	MaxQueueWait Duration `yaml:"max-queue-wait"`
+	// Warm makes `run --serve` read the pages of each index it keeps
+	// fresh into the cache (up to half of CacheBytes, shared by the
+	// indexes) once the index caught up, before /readyz says ready, and
+	// `serve` those of the indexes its --warm flags name before it
+	// listens. Default: true.
+	Warm bool `yaml:"warm"`
 	// MetadataMaxAge is how long table and index metadata, once read,
 	// answer before they are read again; an answer for the current table
 	// snapshot may be for one up to this much older than the newest
@@ -323,7 +329,7 @@ func Default() Config {
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
 		Serve: ServeConfig{HTTP: "127.0.0.1:9465", CacheBytes: 256 << 20, MaxPredicateBytes: 64 << 10, MaxRows: 100000,
-			Timeout: Duration(30 * time.Second), MetadataMaxAge: Duration(time.Second), MaxConcurrentRequests: 256, MaxQueueWait: Duration(time.Second)},
+			Timeout: Duration(30 * time.Second), MetadataMaxAge: Duration(time.Second), MaxConcurrentRequests: 256, MaxQueueWait: Duration(time.Second), Warm: true},
 		Log: LogConfig{Level: "info", Format: "text"},
 	}
 }
@@ -461,6 +467,8 @@ func (c *Config) Set(key, value string) error {
 		c.Serve.MaxConcurrentRequests, err = strconv.Atoi(value)
 	case "serve.max-queue-wait":
 		err = setDuration(&c.Serve.MaxQueueWait, value)
+	case "serve.warm":
+		c.Serve.Warm, err = strconv.ParseBool(value)
 	case "serve.tls-cert-file":
 		c.Serve.TLSCertFile = value
 	case "serve.tls-key-file":

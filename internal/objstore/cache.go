@@ -74,6 +74,9 @@ func Cached[V any](ctx context.Context, s *Store, file, key string, make func(ct
 // LookupCaching reports whether the store keeps a lookup cache.
 func (s *Store) LookupCaching() bool { return s.opts.LookupCacheBytes > 0 }
 
+// LookupCacheBytes is the bound of the lookup cache (Options.LookupCacheBytes).
+func (s *Store) LookupCacheBytes() int64 { return max(s.opts.LookupCacheBytes, 0) }
+
 // dropCached drops what the lookup cache holds for a file.
 func (s *Store) dropCached(file string) {
 	if s.opts.LookupCacheBytes == 0 {
