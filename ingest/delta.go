@@ -225,8 +225,8 @@ func (d *delta) openSide(snap *table.Snapshot) (*side, error) {
 	s := &side{snap: snap, schema: lineage.SnapshotSchema(d.tbl, snap)}
 	if snap != nil {
 		var err error
-		if s.manifests, err = snap.Manifests(d.fs); err != nil {
-			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		if s.manifests, err = tablescan.ManifestList(d.fs, snap); err != nil {
+			return nil, err
 		}
 	}
 	deletes, err := tablescan.PlanDeletes(d.ctx, d.tbl, snap)

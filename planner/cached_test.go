@@ -12,6 +12,7 @@ import (
 
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/tablescan"
 )
 
 // TestCachedLookupsReadOnce: through a store with a lookup cache, the second
@@ -118,6 +119,9 @@ func TestPrepareReconcilesAhead(t *testing.T) {
 		}
 		res.Release()
 	}
+	// The process keeps the manifests it read: forgotten, an unprepared
+	// lookup must read them.
+	tablescan.ForgetManifests()
 	if _, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "id = 42"}); err == nil {
 		t.Error("an unprepared lookup of the lagging index succeeded without the manifests: the test shows nothing")
 	}

@@ -345,7 +345,7 @@ func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.M
 		// The equality delete files of one table snapshot are mostly those
 		// of the one before: their content is cached by file, not read
 		// again for every table snapshot a lookup meets.
-		rc.deletes.ShareEqualityDeletes(func(ctx context.Context, del iceberg.DataFile, schema *iceberg.Schema,
+		rc.shareEqualityDeletes(func(ctx context.Context, del iceberg.DataFile, schema *iceberg.Schema,
 			read func(context.Context) (*tablescan.EqualityDeletes, error)) (*tablescan.EqualityDeletes, error) {
 			return objstore.Cached(ctx, p.opts.Store, del.FilePath(), fmt.Sprintf("equality/%d/%d", schema.ID, schemaFingerprint(schema)), func(ctx context.Context) (*tablescan.EqualityDeletes, int64, error) {
 				set, err := read(ctx)

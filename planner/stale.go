@@ -28,11 +28,14 @@ type reconciler struct {
 	fs      iceio.IO
 	schema  *iceberg.Schema // of T
 	opts    tablescan.Options
-	deletes *tablescan.DeleteIndex     // the delete files of T
-	live    map[string]tablescan.Entry // data files live at T, by path
-	added   []tablescan.Entry          // live at T, not at S, in manifest order
-	removed int                        // live at S, not at T
-	is      *format.IndexSchema
+	deletes *tablescan.DeleteIndex // the delete files of T
+	// sinceFrom is deletes less the equality delete files of S: what
+	// decides whether a row of the index is still live at T.
+	sinceFrom *tablescan.DeleteIndex
+	live      map[string]tablescan.Entry // data files live at T, by path
+	added     []tablescan.Entry          // live at T, not at S, in manifest order
+	removed   int                        // live at S, not at T
+	is        *format.IndexSchema
 
 	// A reconciler is kept in the store's lookup cache and shared by the
 	// lookups of one index snapshot and table snapshot: what it learns is
@@ -81,16 +84,16 @@ func newReconciler(ctx context.Context, tbl *table.Table, from, to *table.Snapsh
 // and the delete files of T.
 func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *table.Snapshot) error {
 	fsys := rc.fs
-	toManifests, err := to.Manifests(fsys)
+	toManifests, err := tablescan.ManifestList(fsys, to)
 	if err != nil {
-		return fmt.Errorf("read manifest list of snapshot %d: %w", to.SnapshotID, err)
+		return err
 	}
 	// Without a snapshot to start from (a table scan), every data file of
 	// to is added.
 	var fromManifests []iceberg.ManifestFile
 	if from != nil {
-		if fromManifests, err = from.Manifests(fsys); err != nil {
-			return fmt.Errorf("read manifest list of snapshot %d: %w", from.SnapshotID, err)
+		if fromManifests, err = tablescan.ManifestList(fsys, from); err != nil {
+			return err
 		}
 	}
 	// Manifests are immutable: one listed by both snapshots lists the same
@@ -142,8 +145,30 @@ func (rc *reconciler) plan(ctx context.Context, tbl *table.Table, from, to *tabl
 			rc.added = append(rc.added, df)
 		}
 	}
-	rc.deletes, err = tablescan.PlanDeletes(ctx, tbl, to)
-	return err
+	if rc.deletes, err = tablescan.PlanDeletes(ctx, tbl, to); err != nil {
+		return err
+	}
+	rc.sinceFrom = rc.deletes
+	if from == nil {
+		return nil
+	}
+	// The rows of the index were live at S: an equality delete file of S
+	// applied to them already or never will (both files keep their
+	// sequence numbers). Not so for data added since, which a rewrite may
+	// commit with an older sequence number than such a delete file.
+	atFrom, err := tablescan.PlanDeletes(ctx, tbl, from)
+	if err != nil {
+		return err
+	}
+	rc.sinceFrom = rc.deletes.WithoutEqualityOf(atFrom)
+	return nil
+}
+
+// shareEqualityDeletes makes both delete indexes load equality delete
+// files through shared (see tablescan.DeleteIndex.ShareEqualityDeletes).
+func (rc *reconciler) shareEqualityDeletes(shared tablescan.SharedEqualityDeletes) {
+	rc.deletes.ShareEqualityDeletes(shared)
+	rc.sinceFrom.ShareEqualityDeletes(shared)
 }
 
 // dropDeleted clears keep[i] for the kept rows of an index batch whose row
@@ -214,7 +239,7 @@ func (rc *reconciler) fileState(ctx context.Context, ru *run, df tablescan.Entry
 	if ok {
 		return st, nil
 	}
-	deletes, err := rc.deletes.Load(ctx, rc.fs, rc.schema, df.File, df.Seq, rc.opts)
+	deletes, err := rc.sinceFrom.Load(ctx, rc.fs, rc.schema, df.File, df.Seq, rc.opts)
 	if err != nil {
 		return nil, err
 	}

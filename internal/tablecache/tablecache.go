@@ -23,6 +23,7 @@ import (
 
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"golang.org/x/sync/singleflight"
 )
 
 // Catalog is a catalog.Catalog whose LoadTable returns the table it loaded
@@ -35,6 +36,10 @@ type Catalog struct {
 
 	mu   sync.Mutex
 	kept map[string]*table.Table // by namespace and name
+	// loading makes the callers that meet one new metadata file together
+	// (a daemon's update and its lookup service, at each commit) parse it
+	// once: by namespace, name and metadata location.
+	loading singleflight.Group
 }
 
 // maxKept bounds the tables kept; past it, the kept tables are forgotten.
@@ -62,14 +67,26 @@ func (c *Catalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Ta
 	key := ns + "\x00" + name
 	var loc sql.NullString
 	err := c.db.QueryRowContext(ctx, c.query, c.name, ns, name).Scan(&loc)
-	if err == nil && loc.Valid {
-		c.mu.Lock()
-		t := c.kept[key]
-		c.mu.Unlock()
-		if t != nil && t.MetadataLocation() == loc.String {
-			return t, nil
-		}
+	if err != nil || !loc.Valid {
+		return c.load(ctx, id, key)
 	}
+	c.mu.Lock()
+	t := c.kept[key]
+	c.mu.Unlock()
+	if t != nil && t.MetadataLocation() == loc.String {
+		return t, nil
+	}
+	// The load serves every caller waiting for it: a caller that gives up
+	// must not fail the others with its "context canceled".
+	v, err, _ := c.loading.Do(key+"\x00"+loc.String, func() (any, error) { return c.load(context.WithoutCancel(ctx), id, key) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*table.Table), nil
+}
+
+// load loads table id through the wrapped catalog and keeps it under key.
+func (c *Catalog) load(ctx context.Context, id table.Identifier, key string) (*table.Table, error) {
 	t, err := c.Catalog.LoadTable(ctx, id)
 	c.mu.Lock()
 	defer c.mu.Unlock()

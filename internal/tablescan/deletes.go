@@ -116,8 +116,8 @@ func PlanDeletes(ctx context.Context, tbl *table.Table, snap *table.Snapshot) (*
 	}
 	var manifests []iceberg.ManifestFile
 	if snap != nil {
-		if manifests, err = snap.Manifests(fs); err != nil {
-			return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		if manifests, err = ManifestList(fs, snap); err != nil {
+			return nil, err
 		}
 	}
 	return planDeletes(ctx, fs, tbl.Metadata(), manifests)
@@ -169,6 +169,73 @@ func bySeq(a, b DeleteFile) int { return cmp.Compare(a.Seq, b.Seq) }
 // recently added dropped first. One-off reads of every manifest (a build's
 // scan planning) do not go through it.
 var manifestEntries = &manifestCache{maxEntries: 1 << 16, entries: map[string][]Entry{}}
+
+// ManifestList returns the manifests snapshot snap lists, from the
+// process's cache of manifest lists when it holds snap's. A manifest list
+// never changes once written, and the one of a table that commits every
+// second lists thousands of manifests within hours: the daemon's update of
+// each commit, and a service reconciling a lagging index with it, read the
+// lists of the commit and of the one before, which were read already. The
+// slice is shared: callers must not change it.
+func ManifestList(fs iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	return manifestLists.load(fs, snap)
+}
+
+// ForgetManifests drops the manifest lists and manifests the process
+// keeps (ManifestList, LiveEntries): what reads them next reads the files.
+func ForgetManifests() {
+	manifestLists.mu.Lock()
+	manifestLists.lists, manifestLists.order, manifestLists.held = map[string][]iceberg.ManifestFile{}, nil, 0
+	manifestLists.mu.Unlock()
+	manifestEntries.mu.Lock()
+	manifestEntries.entries, manifestEntries.order, manifestEntries.held = map[string][]Entry{}, nil, 0
+	manifestEntries.mu.Unlock()
+}
+
+// manifestLists holds the most recently read manifest lists, up to 65,536
+// manifests in all (a manifest file's entry in a list is a few hundred
+// bytes).
+var manifestLists = &listCache{maxManifests: 1 << 16, lists: map[string][]iceberg.ManifestFile{}}
+
+// listCache holds manifest lists by location. It is safe for concurrent
+// use.
+type listCache struct {
+	mu           sync.Mutex
+	maxManifests int
+	held         int
+	lists        map[string][]iceberg.ManifestFile
+	order        []string // locations, least recently added first
+}
+
+func (c *listCache) load(fs iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	loc := snap.ManifestList
+	c.mu.Lock()
+	l, ok := c.lists[loc]
+	c.mu.Unlock()
+	if ok && loc != "" {
+		return l, nil
+	}
+	l, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	if loc == "" {
+		return l, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.lists[loc]; !ok && len(l) <= c.maxManifests {
+		for c.held+len(l) > c.maxManifests {
+			c.held -= len(c.lists[c.order[0]])
+			delete(c.lists, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.lists[loc] = l
+		c.held += len(l)
+		c.order = append(c.order, loc)
+	}
+	return l, nil
+}
 
 // LiveEntries returns the live entries of manifest m (added or existing,
 // not deleted), each file with its data sequence number, from the
@@ -346,6 +413,43 @@ func (ix *DeleteIndex) EqualityNotIn(other *DeleteIndex) *DeleteIndex {
 		if kept := keep(l); len(kept) > 0 {
 			out.eqByTuple[k] = kept
 		}
+	}
+	return out
+}
+
+// WithoutEqualityOf returns an index that holds what ix holds, less the
+// equality delete files that other holds too (by location). A reader
+// that knows which rows were live at an earlier snapshot S of the table
+// (an index built for S) asks only whether they are still live: every
+// equality delete file of S had applied already, so ix of a later
+// snapshot T WithoutEqualityOf S's index answers the same for those rows,
+// and for the rows of data files added since S (older delete files do not
+// apply to newer data), testing the few files committed since rather than
+// every live one: of a CDC table with a commit a second, thousands.
+// Position deletes and deletion vectors stay: testing them costs one
+// bitmap per data file.
+func (ix *DeleteIndex) WithoutEqualityOf(other *DeleteIndex) *DeleteIndex {
+	eq := ix.EqualityNotIn(other)
+	out := &DeleteIndex{
+		specs: ix.specs, dvs: ix.dvs, posByFile: ix.posByFile, posShared: ix.posShared,
+		eqGlobal: eq.eqGlobal, eqByTuple: eq.eqByTuple,
+		posCache: map[string]map[string]*dv.RoaringPositionBitmap{}, eqCache: map[string]*EqualityDeletes{},
+		shared: ix.shared, merged: map[string]*EqualityDeletes{},
+	}
+	out.numDeletes, out.numRecords = eq.numDeletes, eq.numRecords
+	for _, d := range ix.dvs {
+		out.numDeletes++
+		out.numRecords += d.File.Count()
+	}
+	for _, l := range ix.posByFile {
+		for _, d := range l {
+			out.numDeletes++
+			out.numRecords += d.File.Count()
+		}
+	}
+	for _, d := range ix.posShared {
+		out.numDeletes++
+		out.numRecords += d.File.Count()
 	}
 	return out
 }

@@ -16,7 +16,9 @@ import (
 // deletes, a partition spec change and data written after deletes, and
 // every data file live in the newer one, the equality deletes that
 // EqualityNotIn finds for the file are exactly those Applicable returns in
-// one snapshot and not in the other (the delta diffs data files this way).
+// one snapshot and not in the other (the delta diffs data files this way),
+// and WithoutEqualityOf keeps the newer snapshot's position deletes beside
+// them (a lagging index is reconciled this way).
 func TestEqualityNotInIsTheDifferenceOfApplicable(t *testing.T) {
 	ctx := context.Background()
 	tbl := newTable(t, 2, nil)
@@ -81,11 +83,17 @@ func TestEqualityNotInIsTheDifferenceOfApplicable(t *testing.T) {
 		}
 		for i := range j {
 			newOnly, oldOnly := indexes[j].EqualityNotIn(indexes[i]), indexes[i].EqualityNotIn(indexes[j])
+			without := indexes[j].WithoutEqualityOf(indexes[i])
 			for _, e := range entries {
 				inNew, inOld := equality(indexes[j], e), equality(indexes[i], e)
 				want := difference(inNew, inOld)
 				if got := paths(newOnly.Applicable(e.File, e.Seq)); !slices.Equal(got, want) {
 					t.Errorf("snapshots %d -> %d, %s: new only %v, want %v", i, j, e.File.FilePath(), got, want)
+				}
+				wantWithout := slices.Concat(paths(indexes[j].ApplicablePositions(e.File, e.Seq)), want)
+				slices.Sort(wantWithout)
+				if got := paths(without.Applicable(e.File, e.Seq)); !slices.Equal(got, wantWithout) {
+					t.Errorf("snapshots %d -> %d, %s: without the old equality deletes %v, want %v", i, j, e.File.FilePath(), got, wantWithout)
 				}
 				if got, want := paths(oldOnly.Applicable(e.File, e.Seq)), difference(inOld, inNew); !slices.Equal(got, want) {
 					t.Errorf("snapshots %d -> %d, %s: old only %v, want %v", i, j, e.File.FilePath(), got, want)
@@ -119,4 +127,41 @@ func difference(a, b []string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestManifestListIsReadOnce: the manifest list of a snapshot is read once
+// per process and handed out again, and lists what iceberg-go reads.
+func TestManifestListIsReadOnce(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, 2, nil)
+	tbl, _ = testtables.Append(t, tbl, rc(1, "a1", "x"), rc(2, "a2", "y"))
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(1)})
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := tbl.CurrentSnapshot()
+	first, err := ManifestList(fs, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := ManifestList(fs, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := snap.Manifests(fs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != len(direct) || len(first) < 2 {
+		t.Fatalf("ManifestList gave %d manifests, iceberg-go reads %d", len(first), len(direct))
+	}
+	for i := range direct {
+		if first[i].FilePath() != direct[i].FilePath() {
+			t.Errorf("manifest %d: %s, iceberg-go reads %s", i, first[i].FilePath(), direct[i].FilePath())
+		}
+	}
+	if &first[0] != &second[0] {
+		t.Error("the second call read the manifest list again")
+	}
 }
