@@ -38,9 +38,9 @@ func (d *Daemon) handler() http.Handler {
 func (d *Daemon) notReady() string {
 	var halted, behind, cold []string
 	for _, w := range d.workers {
-		switch {
-		case w.halted() != nil:
-			halted = append(halted, fmt.Sprintf("index %s halted: %v", w.name(), w.halted()))
+		switch err := w.halted(); {
+		case err != nil:
+			halted = append(halted, fmt.Sprintf("index %s halted: %v", w.name(), err))
 		case !w.synced.Load():
 			behind = append(behind, w.name())
 		case !w.warmed.Load():
