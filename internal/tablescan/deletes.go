@@ -140,7 +140,7 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 		if m.ManifestContent() != iceberg.ManifestContentDeletes {
 			continue
 		}
-		files, err := manifestEntries.load(ctx, fs, m)
+		files, err := LiveEntries(ctx, fs, m)
 		if err != nil {
 			return nil, err
 		}
@@ -159,6 +159,40 @@ func planDeletes(ctx context.Context, fs iceio.IO, meta table.Metadata, manifest
 
 func bySeq(a, b DeleteFile) int { return cmp.Compare(a.Seq, b.Seq) }
 
+// ManifestList returns the manifests snapshot snap lists, from the
+// process's cache of manifest lists when it holds snap's. A manifest list
+// never changes once written, and the one of a table that commits every
+// second lists thousands of manifests within hours: the daemon's update of
+// each commit, and a service reconciling a lagging index with it, read the
+// lists of the commit and of the one before, which were read already. The
+// slice is shared: callers must not change it.
+func ManifestList(fs iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
+	loc := snap.ManifestList
+	if l, ok := manifestLists.get(loc); ok && loc != "" {
+		return l, nil
+	}
+	l, err := snap.Manifests(fs)
+	if err != nil {
+		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+	}
+	if loc != "" {
+		manifestLists.put(loc, l)
+	}
+	return l, nil
+}
+
+// ForgetManifests drops the manifest lists and manifests the process
+// keeps (ManifestList, LiveEntries): what reads them next reads the files.
+func ForgetManifests() {
+	manifestLists.clear()
+	manifestEntries.clear()
+}
+
+// manifestLists holds the most recently read manifest lists, up to 65,536
+// manifests in all (a manifest file's entry in a list is a few hundred
+// bytes).
+var manifestLists = newSliceCache[iceberg.ManifestFile](1 << 16)
+
 // manifestEntries caches the live entries of manifests, data and delete. A
 // manifest file never changes once written, and every snapshot of a table
 // that takes commits lists all its manifests again (a fast append adds one
@@ -168,100 +202,21 @@ func bySeq(a, b DeleteFile) int { return cmp.Compare(a.Seq, b.Seq) }
 // column statistics, one to a few kilobytes), whole manifests, the least
 // recently added dropped first. One-off reads of every manifest (a build's
 // scan planning) do not go through it.
-var manifestEntries = &manifestCache{maxEntries: 1 << 16, entries: map[string][]Entry{}}
-
-// ManifestList returns the manifests snapshot snap lists, from the
-// process's cache of manifest lists when it holds snap's. A manifest list
-// never changes once written, and the one of a table that commits every
-// second lists thousands of manifests within hours: the daemon's update of
-// each commit, and a service reconciling a lagging index with it, read the
-// lists of the commit and of the one before, which were read already. The
-// slice is shared: callers must not change it.
-func ManifestList(fs iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
-	return manifestLists.load(fs, snap)
-}
-
-// ForgetManifests drops the manifest lists and manifests the process
-// keeps (ManifestList, LiveEntries): what reads them next reads the files.
-func ForgetManifests() {
-	manifestLists.mu.Lock()
-	manifestLists.lists, manifestLists.order, manifestLists.held = map[string][]iceberg.ManifestFile{}, nil, 0
-	manifestLists.mu.Unlock()
-	manifestEntries.mu.Lock()
-	manifestEntries.entries, manifestEntries.order, manifestEntries.held = map[string][]Entry{}, nil, 0
-	manifestEntries.mu.Unlock()
-}
-
-// manifestLists holds the most recently read manifest lists, up to 65,536
-// manifests in all (a manifest file's entry in a list is a few hundred
-// bytes).
-var manifestLists = &listCache{maxManifests: 1 << 16, lists: map[string][]iceberg.ManifestFile{}}
-
-// listCache holds manifest lists by location. It is safe for concurrent
-// use.
-type listCache struct {
-	mu           sync.Mutex
-	maxManifests int
-	held         int
-	lists        map[string][]iceberg.ManifestFile
-	order        []string // locations, least recently added first
-}
-
-func (c *listCache) load(fs iceio.IO, snap *table.Snapshot) ([]iceberg.ManifestFile, error) {
-	loc := snap.ManifestList
-	c.mu.Lock()
-	l, ok := c.lists[loc]
-	c.mu.Unlock()
-	if ok && loc != "" {
-		return l, nil
-	}
-	l, err := snap.Manifests(fs)
-	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
-	}
-	if loc == "" {
-		return l, nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.lists[loc]; !ok && len(l) <= c.maxManifests {
-		for c.held+len(l) > c.maxManifests {
-			c.held -= len(c.lists[c.order[0]])
-			delete(c.lists, c.order[0])
-			c.order = c.order[1:]
-		}
-		c.lists[loc] = l
-		c.held += len(l)
-		c.order = append(c.order, loc)
-	}
-	return l, nil
-}
+var manifestEntries = newSliceCache[Entry](1 << 16)
 
 // LiveEntries returns the live entries of manifest m (added or existing,
 // not deleted), each file with its data sequence number, from the
 // process's cache of manifests when it holds them.
 func LiveEntries(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile) ([]Entry, error) {
-	return manifestEntries.load(ctx, fs, m)
+	return liveEntries(ctx, manifestEntries, fs, m)
 }
 
-// manifestCache holds the live entries of the most recently read
-// manifests, by path. It is safe for concurrent use.
-type manifestCache struct {
-	mu         sync.Mutex
-	maxEntries int
-	held       int
-	entries    map[string][]Entry
-	order      []string // paths, least recently added first
-}
-
-func (c *manifestCache) load(ctx context.Context, fs iceio.IO, m iceberg.ManifestFile) ([]Entry, error) {
+func liveEntries(ctx context.Context, c *sliceCache[Entry], fs iceio.IO, m iceberg.ManifestFile) ([]Entry, error) {
 	path := m.FilePath()
-	c.mu.Lock()
-	files, ok := c.entries[path]
-	c.mu.Unlock()
-	if ok {
+	if files, ok := c.get(path); ok {
 		return files, nil
 	}
+	var files []Entry
 	for e, err := range m.Entries(fs, true) {
 		if err != nil {
 			return nil, fmt.Errorf("read manifest %s: %w", path, err)
@@ -271,19 +226,53 @@ func (c *manifestCache) load(ctx context.Context, fs iceio.IO, m iceberg.Manifes
 		}
 		files = append(files, Entry{File: e.DataFile(), Seq: e.SequenceNum()})
 	}
+	c.put(path, files)
+	return files, nil
+}
+
+// sliceCache holds slices read from immutable files, by the file's
+// location, up to a number of elements in all, whole slices, the least
+// recently added dropped first. It is safe for concurrent use.
+type sliceCache[T any] struct {
+	mu    sync.Mutex
+	max   int
+	held  int
+	m     map[string][]T
+	order []string // locations, least recently added first
+}
+
+func newSliceCache[T any](max int) *sliceCache[T] {
+	return &sliceCache[T]{max: max, m: map[string][]T{}}
+}
+
+func (c *sliceCache[T]) get(loc string) ([]T, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[path]; !ok && len(files) <= c.maxEntries {
-		for c.held+len(files) > c.maxEntries {
-			c.held -= len(c.entries[c.order[0]])
-			delete(c.entries, c.order[0])
-			c.order = c.order[1:]
-		}
-		c.entries[path] = files
-		c.held += len(files)
-		c.order = append(c.order, path)
+	l, ok := c.m[loc]
+	return l, ok
+}
+
+// put keeps l under loc unless it holds more than the cache's bound.
+func (c *sliceCache[T]) put(loc string, l []T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[loc]; ok || len(l) > c.max {
+		return
 	}
-	return files, nil
+	for c.held+len(l) > c.max {
+		c.held -= len(c.m[c.order[0]])
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[loc] = l
+	c.held += len(l)
+	c.order = append(c.order, loc)
+}
+
+func (c *sliceCache[T]) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m, c.order, c.held = map[string][]T{}, nil, 0
 }
 
 func (ix *DeleteIndex) add(d DeleteFile) error {

@@ -44,11 +44,11 @@ func TestLiveEntriesReadsEachManifestOnce(t *testing.T) {
 		t.Fatalf("%d manifests, want one per append", len(manifests))
 	}
 	io := &countingOpens{IO: fs}
-	c := &manifestCache{maxEntries: 2, entries: map[string][]Entry{}}
+	c := newSliceCache[Entry](2)
 	read := func(manifests ...iceberg.ManifestFile) {
 		t.Helper()
 		for _, m := range manifests {
-			entries, err := c.load(ctx, io, m)
+			entries, err := liveEntries(ctx, c, io, m)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,8 +61,8 @@ func TestLiveEntriesReadsEachManifestOnce(t *testing.T) {
 	if n := io.opens.Load(); n != 3 {
 		t.Fatalf("%d opens for 3 manifests", n)
 	}
-	if c.held != 2 || len(c.entries) != 2 {
-		t.Errorf("the cache holds %d entries of %d manifests, want 2 of 2 (its bound)", c.held, len(c.entries))
+	if c.held != 2 || len(c.m) != 2 {
+		t.Errorf("the cache holds %d entries of %d manifests, want 2 of 2 (its bound)", c.held, len(c.m))
 	}
 	// The two held are not read again; the one dropped is.
 	read(manifests[1:]...)
