@@ -14,7 +14,6 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/internal/testtables"
@@ -133,11 +132,7 @@ func checkHistory(t *testing.T, c *cli, tbl *table.Table) {
 // commit topic while commits stream in: the compare-and-swap decides,
 // nothing is lost or doubled.
 func TestTwoDaemonsOneIndex(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(2, "streamidx-commits"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster, _ := commitCluster(t, 2)
 	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
 	if err != nil {
 		t.Fatal(err)

@@ -42,12 +42,7 @@ func TestEventsCrashAnywhere(t *testing.T) {
 	if testing.Short() {
 		t.Skip("crash trials take a while; run without -short")
 	}
-	cluster, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(1, "streamidx-commits"),
-		kfake.SeedTopics(2, "orders-cdc"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
+	cluster, _ := commitCluster(t, 1, kfake.SeedTopics(2, "orders-cdc"))
 	producer, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)

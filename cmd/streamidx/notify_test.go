@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/daemon"
@@ -22,12 +21,7 @@ import (
 // offsets given; offsets that are not a JSON object are refused before
 // anything is sent.
 func TestNotifyMovesTheDaemon(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(2, "streamidx-commits"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := strings.Join(cluster.ListenAddrs(), ",")
+	cluster, brokers := commitCluster(t, 2)
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)

@@ -87,12 +87,7 @@ func waitAligned(t *testing.T, c *cli, index string, current func() int64) {
 }
 
 func TestRunFollowsCommitNotifications(t *testing.T) {
-	cluster, err := kfake.NewCluster(kfake.AllowAutoTopicCreation(), kfake.SeedTopics(1, "streamidx-commits"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	brokers := strings.Join(cluster.ListenAddrs(), ",")
+	cluster, brokers := commitCluster(t, 1)
 
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
@@ -218,4 +213,18 @@ func TestRunPollsWithoutKafka(t *testing.T) {
 		tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(40+i*10, 50+i*10, 0)...)
 		waitAligned(t, c, "by_day", current)
 	}
+}
+
+// commitCluster starts an in-process Kafka cluster (kfake) whose commit
+// topic, streamidx-commits, has partitions partitions, with more options;
+// it closes when the test ends. It returns the cluster and its brokers as
+// --kafka-brokers takes them.
+func commitCluster(t *testing.T, partitions int32, opts ...kfake.Opt) (*kfake.Cluster, string) {
+	t.Helper()
+	cluster, err := kfake.NewCluster(append([]kfake.Opt{kfake.AllowAutoTopicCreation(), kfake.SeedTopics(partitions, "streamidx-commits")}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return cluster, strings.Join(cluster.ListenAddrs(), ",")
 }
