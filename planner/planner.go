@@ -213,16 +213,26 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 // prepares a new table snapshot before it answers for it keeps the
 // reconciliation out of its answers' time.
 func (p *Planner) Prepare(ctx context.Context, tbl *table.Table, md *format.Metadata, id int64) error {
+	run, _, err := p.prepare(ctx, tbl, md, id)
+	if run != nil {
+		run.res.Release()
+	}
+	return err
+}
+
+// prepare is Prepare, returning the run of a lookup without a predicate
+// and the tracking file it would read (nil, nil for an index a table scan
+// answers); the caller releases the run's result.
+func (p *Planner) prepare(ctx context.Context, tbl *table.Table, md *format.Metadata, id int64) (*run, *objstore.Tracking, error) {
 	if !md.Supported() {
-		return nil // a table scan has nothing to prepare
+		return nil, nil, nil // a table scan has nothing to prepare
 	}
 	run, snap, err := p.plan(ctx, tbl, md, Query{TableSnapshotID: id})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer run.res.Release()
-	_, _, err = p.opts.Store.ReadTracking(ctx, md, snap, run.is)
-	return err
+	t, _, err := p.opts.Store.ReadTracking(ctx, md, snap, run.is)
+	return run, t, err
 }
 
 // Warmed is what Warm read into the lookup cache.
@@ -245,16 +255,11 @@ type Warmed struct {
 // leading cluster field is not stored, it reads no pages.
 func (p *Planner) Warm(ctx context.Context, tbl *table.Table, md *format.Metadata, budget int64) (Warmed, error) {
 	var w Warmed
-	if !md.Supported() {
-		return w, nil
+	run, t, err := p.prepare(ctx, tbl, md, 0)
+	if run != nil {
+		defer run.res.Release()
 	}
-	run, snap, err := p.plan(ctx, tbl, md, Query{})
-	if err != nil {
-		return w, err
-	}
-	defer run.res.Release()
-	t, _, err := p.opts.Store.ReadTracking(ctx, md, snap, run.is)
-	if err != nil {
+	if err != nil || t == nil {
 		return w, err
 	}
 	w.Of = len(t.Entries)
