@@ -6,17 +6,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 // TestBadInputIsRefusedWithAMessage: the mistakes a careless user makes get
 // exit 2 and a message saying what is wrong, never a silent default or a
 // whole-index answer. README's table of bad inputs lists the same cases.
 func TestBadInputIsRefusedWithAMessage(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	warehouse, _ := ordersTable(t, 20)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "pk")
@@ -74,9 +70,7 @@ func TestBadInputIsRefusedWithAMessage(t *testing.T) {
 // line can carry (an IN list of 20,000 keys, about 200 KiB) is given with
 // --where-file or on standard input with --where -.
 func TestPredicateFromFileOrStandardInput(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
+	warehouse, _ := ordersTable(t, 50)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "pk")

@@ -141,9 +141,7 @@ func TestBuildAndVerifyEveryDefinition(t *testing.T) {
 }
 
 func TestInspectJSON(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 300, 0)...)
+	warehouse, _ := ordersTable(t, 300)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "by_customer")
@@ -174,9 +172,7 @@ func TestInspectJSON(t *testing.T) {
 }
 
 func TestConcurrentBuildsBothCommit(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 200, 0)...)
+	warehouse, _ := ordersTable(t, 200)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	var wg sync.WaitGroup
@@ -210,9 +206,7 @@ func TestConcurrentBuildsBothCommit(t *testing.T) {
 // command, as in git and kubectl, as well as after it, and those after it
 // win.
 func TestGlobalFlagsBeforeTheCommand(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	warehouse, tbl := ordersTable(t, 40)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	// before runs the command line with the global flags first.

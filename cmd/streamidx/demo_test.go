@@ -14,7 +14,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/internal/objstore"
-	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 func runDemoCommand(t *testing.T, dir string) (int, string) {
@@ -147,9 +146,7 @@ func TestDemoStreams(t *testing.T) {
 // FAILED for an index whose range file is broken, with verify's report,
 // which makes the demo exit 1.
 func TestDemoVerifyReportsADifferentIndex(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	warehouse, tbl := ordersTable(t, 40)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "pk")

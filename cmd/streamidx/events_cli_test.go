@@ -5,17 +5,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 // TestCreateRefusesEventsWithLocation: create refuses source: events for an
 // index that stores row locations, says why, and registers nothing; the
 // same index fed by the table is created.
 func TestCreateRefusesEventsWithLocation(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 10, 0)...)
+	warehouse, _ := ordersTable(t, 10)
 	c := newCLI(t, warehouse, "")
 	path := filepath.Join(t.TempDir(), "pk.yaml")
 	def := "name: pk\nsource: events\nidentity: [id]\nmaterialized: [_file, _pos]\ncluster: [id]\n"

@@ -18,9 +18,7 @@ import (
 // verifies and answers lookups.
 func TestExpire(t *testing.T) {
 	ctx := context.Background()
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 30, 0)...)
+	warehouse, tbl := ordersTable(t, 30)
 	c := newCLI(t, warehouse, "")
 	createIndex(t, c, "pk")
 	for i := range 4 {

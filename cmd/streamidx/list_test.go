@@ -41,9 +41,7 @@ func TestListReportsABrokenIndexAndListsTheOthers(t *testing.T) {
 // commits since an index's snapshot: - before the first build, 0 when
 // current, 2 after two commits, 0 again once the index catches up.
 func TestListSaysHowFarBehind(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	warehouse, tbl := ordersTable(t, 20)
 	c := newCLI(t, warehouse, "")
 	createIndex(t, c, "pk")
 	behind := func() string {

@@ -18,9 +18,7 @@ import (
 // the warehouse held afterwards.
 func brokenIndex(t *testing.T, old, new string) (c *cli, metaLoc string, files []string, warehouse string) {
 	t.Helper()
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
+	warehouse, tbl := ordersTable(t, 50)
 	c = newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "pk")

@@ -22,9 +22,7 @@ import (
 // anything is sent.
 func TestNotifyMovesTheDaemon(t *testing.T) {
 	cluster, brokers := commitCluster(t, 2)
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	warehouse, tbl := ordersTable(t, 40)
 	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
 	c := newCLI(t, warehouse, "")
 	createIndex(t, c, "pk")
@@ -73,9 +71,7 @@ func TestNotifyMovesTheDaemon(t *testing.T) {
 // --embedded-kafka, whose broker speaks plain Kafka: a notification sent
 // to it moves the index.
 func TestEmbeddedBrokerIgnoresKafkaSecurity(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	warehouse, tbl := ordersTable(t, 20)
 	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
 	c := newCLI(t, warehouse, "run:\n  kafka:\n    tls: {enabled: true}\n    sasl: {mechanism: PLAIN, username: u, password: p}\n")
 	createIndex(t, c, "pk")

@@ -17,9 +17,7 @@ import (
 // can load.
 func TestRollback(t *testing.T) {
 	ctx := context.Background()
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 30, 0)...)
+	warehouse, tbl := ordersTable(t, 30)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	c.ok("build", "--table", "test.orders", "--index", "pk")

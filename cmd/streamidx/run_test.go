@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -89,9 +90,7 @@ func waitAligned(t *testing.T, c *cli, index string, current func() int64) {
 func TestRunFollowsCommitNotifications(t *testing.T) {
 	cluster, brokers := commitCluster(t, 1)
 
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
+	warehouse, tbl := ordersTable(t, 50)
 	current := func() int64 { return tbl.CurrentSnapshot().SnapshotID }
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
@@ -227,4 +226,15 @@ func commitCluster(t *testing.T, partitions int32, opts ...kfake.Opt) (*kfake.Cl
 	}
 	t.Cleanup(cluster.Close)
 	return cluster, strings.Join(cluster.ListenAddrs(), ",")
+}
+
+// ordersTable creates the table test.orders (format 2) in a new catalog
+// and appends orders 0 to rows-1 in one commit; it returns the catalog's
+// warehouse and the table after the commit.
+func ordersTable(t *testing.T, rows int) (string, *table.Table) {
+	t.Helper()
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
+	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, rows, 0)...)
+	return warehouse, tbl
 }

@@ -221,9 +221,7 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 // serve.max-rows a 422 unless the request's limit is within it; an unknown
 // table, index or snapshot a 404; a request past serve.timeout a 408.
 func TestServeRefusesWhatItShould(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
+	warehouse, _ := ordersTable(t, 50)
 	c := newCLI(t, warehouse, "serve:\n  max-rows: 10\n  max-predicate-bytes: 100\n")
 	createIndex(t, c, "pk")
 	c.ok("build", "--table", "test.orders", "--index", "pk")
@@ -325,9 +323,7 @@ func metric(t *testing.T, base, name string) float64 {
 // names, and every range file it read belongs to the one index snapshot
 // it names. Range file footers come from the store's cache.
 func TestServeExactWhileTheDaemonPublishes(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 40, 0)...)
+	warehouse, tbl := ordersTable(t, 40)
 	c := newCLI(t, warehouse, "")
 	createIndex(t, c, "pk")
 	addr := testAddr(t)

@@ -7,17 +7,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 // TestSecondDaemonOnAStagingDirectory: a second daemon given the staging
 // directory of a running one is refused with a message saying another
 // process holds it, and leaves it alone.
 func TestSecondDaemonOnAStagingDirectory(t *testing.T) {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	testtables.Append(t, tbl, testtables.OrderRows(0, 20, 0)...)
+	warehouse, _ := ordersTable(t, 20)
 	c := newCLI(t, warehouse, "")
 	createIndexes(t, c, "test.orders")
 	stageDir := t.TempDir()

@@ -29,9 +29,7 @@ type swapFixture struct {
 }
 
 func newSwapFixture(t *testing.T) *swapFixture {
-	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2})
-	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 100, 0)...)
+	warehouse, tbl := ordersTable(t, 100)
 	f := &swapFixture{t: t, c: newCLI(t, warehouse, ""), tbl: tbl, stage: t.TempDir()}
 	def := filepath.Join(t.TempDir(), "pk.json")
 	if err := os.WriteFile(def, []byte(definitions["pk"]), 0o644); err != nil {
