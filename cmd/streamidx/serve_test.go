@@ -514,3 +514,65 @@ func TestServeWarmsBeforeReady(t *testing.T) {
 		t.Errorf("serve --warm test.orders: %v; want the form NS.TABLE/INDEX asked for", err)
 	}
 }
+
+// An index whose pages fit in the lookup cache is warmed whole: with a
+// cache a quarter larger than all it holds of the index once warmed, a
+// lookup of every key after /readyz misses nothing.
+func TestServeWarmsAnIndexThatFitsWhole(t *testing.T) {
+	cat, warehouse := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	const rows = 3000
+	testtables.Append(t, tbl, testtables.OrderRows(0, rows, 0)...)
+	// Row groups and files large enough for the pages to be most of what
+	// the cache holds of the index, as they are at scale.
+	withCache := func(bytes int64) *cli {
+		cfg := filepath.Join(t.TempDir(), "streamidx.yaml")
+		body := fmt.Sprintf("build:\n  target-file-size: 64KiB\n  row-group-rows: 1024\n  progress: never\nserve:\n  cache-bytes: %d\n", bytes)
+		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c := newCLI(t, warehouse, "")
+		c.base[1] = cfg
+		return c
+	}
+	c := withCache(256 << 20)
+	createIndex(t, c, "pk")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+
+	// serve starts, warms pk and looks up every key; it reports the cache
+	// bytes once ready and the misses of the lookups.
+	serve := func(c *cli) (warmed, missed float64) {
+		t.Helper()
+		base := startServe(t, c, "--warm", "test.orders/pk")
+		waitFor(t, "/readyz after the warm-up", func() bool {
+			resp, err := noKeepAlive.Get(base + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err == nil && resp.StatusCode == http.StatusOK
+		})
+		warmed = metric(t, base, `streamidx_serve_cache_bytes{cache="lookup"}`)
+		before := metric(t, base, `streamidx_serve_cache_misses_total{cache="lookup"}`)
+		cl := newClient(t, base, "")
+		for k := range rows {
+			ans, err := cl.Lookup(context.Background(), "test.orders", "pk", client.Request{Where: fmt.Sprintf("id = %d", k)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ans.Rows) != 1 {
+				t.Errorf("id = %d: %d rows, want 1", k, len(ans.Rows))
+			}
+		}
+		return warmed, metric(t, base, `streamidx_serve_cache_misses_total{cache="lookup"}`) - before
+	}
+	whole, missed := serve(c)
+	t.Logf("the index warmed whole: %v bytes", whole)
+	if whole == 0 || missed != 0 {
+		t.Fatalf("with the default cache: %v bytes warmed, then %v misses; want the index warmed whole", whole, missed)
+	}
+	size := int64(whole * 1.25)
+	warmed, missed := serve(withCache(size))
+	if missed != 0 {
+		t.Errorf("cache of %d bytes, %v of them warmed: lookups of every key missed %v times; want none (the index's %v bytes fit)", size, warmed, missed, whole)
+	}
+}

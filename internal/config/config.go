@@ -67,7 +67,7 @@ type ServeConfig struct {
 	// MaxQueueWait is how long a request waits for a slot. Default: 1s.
 	MaxQueueWait Duration `yaml:"max-queue-wait"`
 	// Warm makes `run --serve` read the pages of each index it keeps
-	// fresh into the cache (up to half of CacheBytes, shared by the
+	// fresh into the cache (up to 7/8 of CacheBytes, shared by the
 	// indexes) once the index caught up, before /readyz says ready, and
 	// `serve` those of the indexes its --warm flags name before it
 	// listens. Default: true.
