@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -18,6 +19,8 @@ import (
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/streamidx/streamidx/client"
 	"github.com/streamidx/streamidx/internal/workload"
@@ -93,8 +96,20 @@ func benchService(ctx context.Context, b *bench) error {
 		}
 		return err
 	}
+	// The service's own histogram of lookup times, read around each
+	// window: how long the handler took, without the clients' and the
+	// network's share of what the clients see.
+	read := func() lookupHistogram {
+		h, err := readLookupHistogram(ctx, base)
+		if err != nil {
+			b.note("service: the service's histogram of lookup times is not known: %v", err)
+		}
+		return h
+	}
 	b.note("service: %d clients for %s, each asking again as soon as answered (saturating the machine)", serviceClients, window)
+	h0 := read()
 	sat := client.RunLoad(ctx, serviceClients, window, lookup)
+	h1 := read()
 	b.note("service: %d clients for %s at %d lookups/s through %s while an upsert of %d orders commits every second", serviceClients, window,
 		serviceRate, base, serviceUpserts)
 	// Beside it, a thread that only sleeps shows the pauses of the machine
@@ -102,6 +117,7 @@ func benchService(ctx context.Context, b *bench) error {
 	stopProbe, probed := make(chan struct{}), make(chan wakeReport, 1)
 	go func() { probed <- runWakeProbe(stopProbe) }()
 	svc := client.RunLoadRate(ctx, serviceClients, window, serviceRate, lookup)
+	h2 := read()
 	close(stopProbe)
 	probe := <-probed
 	b.note("service: at %d/s: %d lookups, p50 %s, p99 %s, %.0f/s, %d late; %d errors", serviceRate, svc.Lookups, svc.P50, svc.P99, svc.PerSecond,
@@ -186,6 +202,16 @@ func benchService(ctx context.Context, b *bench) error {
 	b.add(figure{Name: "service.saturated_p99", Value: ms(sat.P99), Unit: "ms", Baseline: "streamidx lookup process p99", BaselineValue: ptr(ms(procs.P99)),
 		Goal: "< 5 ms", Met: ptr(ms(sat.P99) < 5)})
 	b.add(figure{Name: "service.saturated_p50", Value: ms(sat.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
+	for _, f := range []struct {
+		name         string
+		before, past lookupHistogram
+		client       time.Duration
+		baseline     string
+	}{{"service.server_p99", h1, h2, svc.P99, "service.p99 (the clients')"}, {"service.saturated_server_p99", h0, h1, sat.P99, "service.saturated_p99 (the clients')"}} {
+		if q, ok := f.past.quantile(0.99, f.before); ok {
+			b.add(figure{Name: f.name, Value: q * 1e3, Unit: "ms", Baseline: f.baseline, BaselineValue: ptr(ms(f.client))})
+		}
+	}
 	b.add(figure{Name: "service.daemon_rss", Value: mib(rss), Unit: "MiB"})
 	b.add(figure{Name: "service.machine_pause_max", Value: ms(probe.Worst), Unit: "ms", Baseline: "service.p99", BaselineValue: ptr(ms(svc.P99))})
 	b.add(figure{Name: "service.machine_pauses_per_s", Value: float64(probe.Late) / svc.Duration.Seconds(), Unit: "/s"})
@@ -375,4 +401,91 @@ func benchDaemon(ctx context.Context, b *bench) error {
 	b.note("daemon: %s of CPU over %d commits, %s a commit", (cpuAfter - cpuBefore).Round(time.Millisecond), len(commits), perCommit.Round(100*time.Microsecond))
 	b.add(figure{Name: "daemon.cpu_per_commit", Value: ms(perCommit), Unit: "ms"})
 	return nil
+}
+
+// lookupHistogram is the lookup service's histogram of lookup times
+// (streamidx_serve_request_seconds{endpoint="lookup"}) as read once:
+// cumulative counts by upper bound, in seconds, ascending (the last
+// +Inf).
+type lookupHistogram []histogramBucket
+
+type histogramBucket struct {
+	le    float64
+	count uint64
+}
+
+// readLookupHistogram reads the lookup service's histogram of lookup times
+// from the /metrics of the listener at base.
+func readLookupHistogram(ctx context.Context, base string) (lookupHistogram, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s/metrics: %s", base, resp.Status)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s/metrics: %w", base, err)
+	}
+	// Before the first request the histogram has no series.
+	for _, m := range families["streamidx_serve_request_seconds"].GetMetric() {
+		lookup := false
+		for _, l := range m.GetLabel() {
+			lookup = lookup || (l.GetName() == "endpoint" && l.GetValue() == "lookup")
+		}
+		if !lookup || m.GetHistogram() == nil {
+			continue
+		}
+		var h lookupHistogram
+		for _, bk := range m.GetHistogram().GetBucket() {
+			h = append(h, histogramBucket{bk.GetUpperBound(), bk.GetCumulativeCount()})
+		}
+		h = append(h, histogramBucket{math.Inf(1), m.GetHistogram().GetSampleCount()})
+		return h, nil
+	}
+	// No lookup answered yet: an empty histogram.
+	return lookupHistogram{{math.Inf(1), 0}}, nil
+}
+
+// quantile estimates quantile q of the lookup times observed between the
+// reading before and this one, as Prometheus's histogram_quantile does:
+// linearly within the bucket that holds it, from the bound below it (0 for
+// the first); in the +Inf bucket, the largest finite bound. It is false
+// when nothing was observed or either reading is missing.
+func (h lookupHistogram) quantile(q float64, before lookupHistogram) (float64, bool) {
+	if len(h) == 0 || len(before) == 0 {
+		return 0, false
+	}
+	prior := map[float64]uint64{}
+	for _, bk := range before {
+		prior[bk.le] = bk.count
+	}
+	delta := func(i int) float64 { return float64(h[i].count - min(prior[h[i].le], h[i].count)) }
+	total := delta(len(h) - 1)
+	if total == 0 {
+		return 0, false
+	}
+	rank := q * total
+	lower, below := 0.0, 0.0
+	for i := range h {
+		at := delta(i)
+		if at >= rank {
+			if math.IsInf(h[i].le, 1) {
+				return lower, true
+			}
+			if at == below {
+				return h[i].le, true
+			}
+			return lower + (h[i].le-lower)*(rank-below)/(at-below), true
+		}
+		lower, below = h[i].le, at
+	}
+	return lower, true
 }
