@@ -477,14 +477,7 @@ func TestServeWarmsBeforeReady(t *testing.T) {
 	createIndex(t, c, "pk")
 	c.ok("build", "--table", "test.orders", "--index", "pk")
 
-	base := startServe(t, c, "--warm", "test.orders/pk")
-	waitFor(t, "/readyz after the warm-up", func() bool {
-		resp, err := noKeepAlive.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	})
+	base := startWarmServe(t, c, "test.orders/pk")
 	lookupCache := func() (entries, misses float64) {
 		t.Helper()
 		return metric(t, base, `streamidx_serve_cache_entries{cache="lookup"}`), metric(t, base, `streamidx_serve_cache_misses_total{cache="lookup"}`)
@@ -543,14 +536,7 @@ func TestServeWarmsAnIndexThatFitsWhole(t *testing.T) {
 	// bytes once ready and the misses of the lookups.
 	serve := func(c *cli) (warmed, missed float64) {
 		t.Helper()
-		base := startServe(t, c, "--warm", "test.orders/pk")
-		waitFor(t, "/readyz after the warm-up", func() bool {
-			resp, err := noKeepAlive.Get(base + "/readyz")
-			if err == nil {
-				resp.Body.Close()
-			}
-			return err == nil && resp.StatusCode == http.StatusOK
-		})
+		base := startWarmServe(t, c, "test.orders/pk")
 		warmed = metric(t, base, `streamidx_serve_cache_bytes{cache="lookup"}`)
 		before := metric(t, base, `streamidx_serve_cache_misses_total{cache="lookup"}`)
 		cl := newClient(t, base, "")
@@ -575,4 +561,19 @@ func TestServeWarmsAnIndexThatFitsWhole(t *testing.T) {
 	if missed != 0 {
 		t.Errorf("cache of %d bytes, %v of them warmed: lookups of every key missed %v times; want none (the index's %v bytes fit)", size, warmed, missed, whole)
 	}
+}
+
+// startWarmServe runs `streamidx serve --warm index` as startServe does and
+// waits until its /readyz says the warm-up is done.
+func startWarmServe(t *testing.T, c *cli, index string) string {
+	t.Helper()
+	base := startServe(t, c, "--warm", index)
+	waitFor(t, "/readyz after the warm-up", func() bool {
+		resp, err := noKeepAlive.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
+	return base
 }
