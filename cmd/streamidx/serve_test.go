@@ -518,14 +518,17 @@ func TestServeWarmsAnIndexThatFitsWhole(t *testing.T) {
 	testtables.Append(t, tbl, testtables.OrderRows(0, rows, 0)...)
 	// Row groups and files large enough for the pages to be most of what
 	// the cache holds of the index, as they are at scale.
-	withCache := func(bytes int64) *cli {
+	withCache := func(cacheBytes int64) *cli {
 		cfg := filepath.Join(t.TempDir(), "streamidx.yaml")
-		body := fmt.Sprintf("build:\n  target-file-size: 64KiB\n  row-group-rows: 1024\n  progress: never\nserve:\n  cache-bytes: %d\n", bytes)
+		body := fmt.Sprintf("build:\n  target-file-size: 64KiB\n  row-group-rows: 1024\n  progress: never\nserve:\n  cache-bytes: %d\n", cacheBytes)
 		if err := os.WriteFile(cfg, []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		c := newCLI(t, warehouse, "")
-		c.base[1] = cfg
+		if c.base[0] != "--config" {
+			t.Fatalf("newCLI's arguments begin with %q, not --config", c.base[0])
+		}
+		c.base[1] = cfg // this configuration instead of newCLI's
 		return c
 	}
 	c := withCache(256 << 20)
