@@ -55,13 +55,7 @@ func startServeAt(t *testing.T, c *cli, scheme string, probe *http.Client, args 
 		<-done
 	})
 	base := scheme + "://" + addr
-	waitFor(t, "streamidx serve answers", func() bool {
-		resp, err := probe.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	})
+	waitOK(t, "streamidx serve answers", probe, base+"/healthz")
 	return base
 }
 
@@ -83,6 +77,18 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting until %s", what)
+}
+
+// waitOK waits until a GET of url through probe answers 200.
+func waitOK(t *testing.T, what string, probe *http.Client, url string) {
+	t.Helper()
+	waitFor(t, what, func() bool {
+		resp, err := probe.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == http.StatusOK
+	})
 }
 
 // createIndex creates one of the test definitions.
@@ -571,12 +577,6 @@ func TestServeWarmsAnIndexThatFitsWhole(t *testing.T) {
 func startWarmServe(t *testing.T, c *cli, index string) string {
 	t.Helper()
 	base := startServe(t, c, "--warm", index)
-	waitFor(t, "/readyz after the warm-up", func() bool {
-		resp, err := noKeepAlive.Get(base + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-		}
-		return err == nil && resp.StatusCode == http.StatusOK
-	})
+	waitOK(t, "/readyz after the warm-up", noKeepAlive, base+"/readyz")
 	return base
 }
