@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +52,9 @@ const (
 // again as soon as answered (the throughput, and the latency of a
 // saturated machine: clients and service share its 2 cores; it also
 // warms the service's cache, as a long-running service has it), then a
-// minute at 2,000 lookups/s (the latency figures), then as whole
+// minute at 2,000 lookups/s (the latency figures), then the same two
+// loads on a server that answers each lookup with a kept answer and does
+// nothing else (the floor of the machine: see benchEcho), then as whole
 // `streamidx lookup` processes and as iceberg-go scans filtered on the
 // key, 20 s each (down to 5 s with a shorter --duration), the commits
 // going on throughout.
@@ -87,15 +91,17 @@ func benchService(ctx context.Context, b *bench) error {
 	}
 	key := func() int64 { return rand.Int64N(b.rows) }
 	window, others := min(b.duration, serviceDuration), max(min(b.duration/3, serviceOthers), 5*time.Second)
-	c := client.New(base, client.Options{})
-	lookup := func(ctx context.Context, _, _ int) error {
-		k := key()
-		a, err := c.Lookup(ctx, benchTable, "pk", client.Request{Where: fmt.Sprintf("order_id = %d", k)})
-		if err == nil && len(a.Rows) != 1 {
-			err = fmt.Errorf("order %d: %d rows, want 1", k, len(a.Rows))
+	lookupAt := func(c *client.Client) func(ctx context.Context, _, _ int) error {
+		return func(ctx context.Context, _, _ int) error {
+			k := key()
+			a, err := c.Lookup(ctx, benchTable, "pk", client.Request{Where: fmt.Sprintf("order_id = %d", k)})
+			if err == nil && len(a.Rows) != 1 {
+				err = fmt.Errorf("order %d: %d rows, want 1", k, len(a.Rows))
+			}
+			return err
 		}
-		return err
 	}
+	lookup := lookupAt(client.New(base, client.Options{}))
 	// The service's own histogram of lookup times, read around each
 	// window: how long the handler took, without the clients' and the
 	// network's share of what the clients see.
@@ -128,6 +134,10 @@ func benchService(ctx context.Context, b *bench) error {
 	b.note("service: saturated: %d lookups, p50 %s, p99 %s, %.0f/s; %d errors; daemon peak RSS %.0f MiB", sat.Lookups, sat.P50, sat.P99,
 		sat.PerSecond, sat.Errors, mib(rss))
 
+	echoSat, echoRate, err := b.benchEcho(ctx, dir, base, others, lookupAt)
+	if err != nil {
+		return errors.Join(err, stopStream())
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return errors.Join(err, stopStream())
@@ -174,7 +184,7 @@ func benchService(ctx context.Context, b *bench) error {
 	for _, r := range []struct {
 		mode string
 		r    client.LoadResult
-	}{{"service", svc}, {"service, saturated", sat}, {"process", procs}, {"scan", scans}} {
+	}{{"service", svc}, {"service, saturated", sat}, {"echo", echoRate}, {"echo, saturated", echoSat}, {"process", procs}, {"scan", scans}} {
 		b.note("service: %s: %d lookups, p50 %s, p99 %s, %.1f/s, %d errors", r.mode, r.r.Lookups, r.r.P50, r.r.P99, r.r.PerSecond, r.r.Errors)
 		if r.r.FirstError != nil {
 			return fmt.Errorf("service bench, %s: %d of %d lookups failed, the first with: %w", r.mode, r.r.Errors, r.r.Errors+r.r.Lookups, r.r.FirstError)
@@ -212,10 +222,69 @@ func benchService(ctx context.Context, b *bench) error {
 			b.add(figure{Name: f.name, Value: q * 1e3, Unit: "ms", Baseline: f.baseline, BaselineValue: ptr(ms(f.client))})
 		}
 	}
+	// The floor of the machine: what the clients see of a server that
+	// does nothing, beside what they see of the service.
+	b.add(figure{Name: "service.echo_p99", Value: ms(echoRate.P99), Unit: "ms", Baseline: "service.p99", BaselineValue: ptr(ms(svc.P99))})
+	b.add(figure{Name: "service.echo_saturated_p99", Value: ms(echoSat.P99), Unit: "ms", Baseline: "service.saturated_p99", BaselineValue: ptr(ms(sat.P99))})
+	b.add(figure{Name: "service.echo_throughput", Value: echoSat.PerSecond, Unit: "lookups/s", Baseline: "service.throughput", BaselineValue: ptr(sat.PerSecond)})
 	b.add(figure{Name: "service.daemon_rss", Value: mib(rss), Unit: "MiB"})
 	b.add(figure{Name: "service.machine_pause_max", Value: ms(probe.Worst), Unit: "ms", Baseline: "service.p99", BaselineValue: ptr(ms(svc.P99))})
 	b.add(figure{Name: "service.machine_pauses_per_s", Value: float64(probe.Late) / svc.Duration.Seconds(), Unit: "/s"})
 	return nil
+}
+
+// benchEcho loads `streamidx echo-serve`, answering every request with a
+// real one-key answer of the service at base, with the service's clients
+// (lookupAt), as fast as answered and then at the fixed rate, for d each:
+// the floor under the service's figures, measured on the same machine in
+// the same run, the daemon and the writer going on beside it.
+func (b *bench) benchEcho(ctx context.Context, dir, base string, d time.Duration,
+	lookupAt func(*client.Client) func(ctx context.Context, _, _ int) error) (sat, fixed client.LoadResult, err error) {
+	answer, err := b.keepAnswer(ctx, base, dir)
+	if err != nil {
+		return sat, fixed, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return sat, fixed, err
+	}
+	echo, err := b.startChild(ctx, dir, "echo-serve", "--http", addr, "--answer", answer)
+	if err != nil {
+		return sat, fixed, err
+	}
+	defer echo.stop()
+	ebase := "http://" + addr
+	if err := waitReady(ctx, ebase, echo, time.Minute); err != nil {
+		return sat, fixed, err
+	}
+	lookup := lookupAt(client.New(ebase, client.Options{}))
+	b.note("service: the floor: %d clients for %s as fast as answered, then at %d/s, through a server that answers each with a kept answer and does nothing else",
+		serviceClients, d, serviceRate)
+	sat = client.RunLoad(ctx, serviceClients, d, lookup)
+	fixed = client.RunLoadRate(ctx, serviceClients, d, serviceRate, lookup)
+	b.note("service: the floor: as fast as answered p99 %s at %.0f/s; at %d/s p99 %s", sat.P99, sat.PerSecond, serviceRate, fixed.P99)
+	return sat, fixed, echo.stop()
+}
+
+// keepAnswer writes the answer of the service at base to a one-key lookup
+// to a file in dir, and returns its path.
+func (b *bench) keepAnswer(ctx context.Context, base, dir string) (string, error) {
+	u := base + "/v1/tables/" + benchTable + "/indexes/pk/lookup?where=" + url.QueryEscape("order_id = 0")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("a one-key answer of the service: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("a one-key answer of the service: %s, %v: %s", resp.Status, err, body)
+	}
+	path := filepath.Join(dir, "echo-answer.ndjson")
+	return path, os.WriteFile(path, body, 0o644)
 }
 
 // startDaemon starts `streamidx run` on dir's catalogs as a child process

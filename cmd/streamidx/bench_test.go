@@ -67,7 +67,7 @@ func TestBenchFigureGroups(t *testing.T) {
 		"lookup.point.in_process", "lookup.point.process", "lookup.in10k.in_process",
 		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
 		"verify.time", "verify.peak_rss", "service.p99", "service.throughput", "service.scan_throughput",
-		"service.server_p99", "service.saturated_server_p99"}
+		"service.server_p99", "service.saturated_server_p99", "service.echo_p99", "service.echo_saturated_p99", "service.echo_throughput"}
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
 		"incremental.tail-0.1pct.p99", "incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
 	// Range files rewritten beside those reused, which a tiny index has none of.
