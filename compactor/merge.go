@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/procs"
 )
 
 // Delta streams the mutations of one sealed delta, in staging-key order: for
@@ -59,7 +59,7 @@ type MergeOptions struct {
 	Logger *slog.Logger
 	// Parallelism is the number of parts of the index rewritten at the
 	// same time when a delta changes several range files. Default:
-	// GOMAXPROCS.
+	// procs.Work() (GOMAXPROCS, less the Ps a serving process keeps for its lookups).
 	Parallelism int
 	// ParallelDeltaBytes is the largest delta (its keys and values) that a
 	// merge holds in memory to cut it among parts; a larger one is merged
@@ -129,7 +129,7 @@ func Merge(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEn
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Parallelism <= 0 {
-		opts.Parallelism = runtime.GOMAXPROCS(0)
+		opts.Parallelism = procs.Work()
 	}
 	if opts.ParallelDeltaBytes <= 0 {
 		opts.ParallelDeltaBytes = 64 << 20

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +23,7 @@ import (
 	"github.com/streamidx/streamidx/internal/httptls"
 	"github.com/streamidx/streamidx/internal/kafkaconn"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/procs"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
 )
@@ -120,7 +120,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	// A merge rewrites parts of an index on several cores; the indexes
 	// updated at once share the cores, so that one index's large rewrite
 	// does not hold back another's small one.
-	share := max(1, runtime.GOMAXPROCS(0)/max(1, min(len(rc.Indexes), rc.MaxParallelUpdates)))
+	share := max(1, procs.Work()/max(1, min(len(rc.Indexes), rc.MaxParallelUpdates)))
 	// Expiries remember what each tracking file lists (see flush.References).
 	refs := flush.NewReferences()
 	for _, ref := range rc.Indexes {

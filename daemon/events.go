@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/kafkaconn"
+	"github.com/streamidx/streamidx/internal/procs"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
 )
@@ -444,7 +444,7 @@ func (f *changeFeed) run(ctx context.Context) error {
 	jobs := make(chan *chunk, 4)
 	ordered := make(chan *chunk, 16)
 	var wg sync.WaitGroup
-	for range max(runtime.GOMAXPROCS(0), 1) {
+	for range max(procs.Work(), 1) {
 		wg.Go(func() { f.decodeLoop(jobs) })
 	}
 	var stageErr error

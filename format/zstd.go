@@ -2,11 +2,12 @@ package format
 
 import (
 	"io"
-	"runtime"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/streamidx/streamidx/internal/procs"
 )
 
 // keptZstd is the Parquet ZSTD codec with encoders that outlive garbage
@@ -70,7 +71,7 @@ func (z *keptZstd) list(l zstd.EncoderLevel) chan *zstd.Encoder {
 	defer z.mu.Unlock()
 	free, ok := z.free[l]
 	if !ok {
-		free = make(chan *zstd.Encoder, 2*runtime.GOMAXPROCS(0))
+		free = make(chan *zstd.Encoder, 2*procs.Work())
 		z.free[l] = free
 	}
 	return free

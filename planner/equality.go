@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync/atomic"
 
@@ -16,6 +15,7 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/procs"
 )
 
 // SnapshotReader answers the questions that turn deletes into row
@@ -84,7 +84,7 @@ func (r *SnapshotReader) HasLocation() bool { return r.fileField != 0 && r.posFi
 // group_max_value keys, and each such file is read once, sequentially,
 // merge-joined with the keys in its range. A batch of keys costs one pass
 // over the range files it touches, never a lookup per key; the files are
-// read in parallel, up to GOMAXPROCS at a time. This implements
+// read in parallel, up to procs.Work() at a time. This implements
 // ingest.EqualityResolver, the table delta's fast path.
 func (r *SnapshotReader) ResolveEquality(ctx context.Context, fieldIDs []int, tuples []format.Key) (map[string][]int64, bool, error) {
 	found, ok, err := r.resolve(ctx, fieldIDs, tuples, false)
@@ -208,7 +208,7 @@ func (r *SnapshotReader) resolve(ctx context.Context, fieldIDs []int, tuples []f
 	// The files are joined at the same time, each into its own result.
 	found := make([]*joined, len(joins))
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	g.SetLimit(procs.Work())
 	for j, jn := range joins {
 		found[j] = &joined{positions: map[string][]int64{}}
 		g.Go(func() error { return r.joinFile(gctx, &r.entries[jn.file], types, jn.keys, entries, found[j]) })

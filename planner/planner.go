@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"runtime"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -16,6 +15,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/procs"
 	"github.com/streamidx/streamidx/internal/tablescan"
 )
 
@@ -49,7 +49,7 @@ type Options struct {
 	// Parallelism is how many goroutines read the range files of a wide
 	// lookup (more than a few key ranges, no limit), each its own part of
 	// the row groups; 1 reads them one after another. Default:
-	// runtime.GOMAXPROCS(0).
+	// procs.Work().
 	Parallelism int
 }
 
@@ -67,7 +67,7 @@ func (o *Options) ensureDefaults() {
 		o.Allocator = memory.DefaultAllocator
 	}
 	if o.Parallelism <= 0 {
-		o.Parallelism = runtime.GOMAXPROCS(0)
+		o.Parallelism = procs.Work()
 	}
 }
 

@@ -61,7 +61,8 @@ type Options struct {
 	// Default: a quarter of the target size.
 	MinFileSize int64
 	// MergeParallelism is how many parts of the index a merge rewrites at
-	// once (compactor.MergeOptions.Parallelism). Default: GOMAXPROCS.
+	// once (compactor.MergeOptions.Parallelism). Default: procs.Work()
+	// (GOMAXPROCS, less the Ps a serving process keeps for its lookups).
 	MergeParallelism int
 	// MemoryBudget bounds the entries a full build sorts in memory.
 	// Default: 512 MiB.

@@ -102,6 +102,9 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		}
 		e.log.Info("embedded Kafka broker started", "addr", addr)
 	}
+	if *serveFlag && !*once {
+		reserveForServing(e.log)
+	}
 	reg := newRegistry()
 	d, err := daemon.New(e.cat, e.indexes, e.store, cfg, e.log, reg)
 	if err != nil {

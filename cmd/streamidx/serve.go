@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/streamidx/streamidx/internal/httptls"
+	"github.com/streamidx/streamidx/internal/procs"
 	"github.com/streamidx/streamidx/serve"
 )
 
@@ -47,6 +49,7 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	}
 	defer e.Close()
 	limitMemory(int64(e.cfg.Serve.CacheBytes))
+	reserveForServing(e.log)
 	addr := e.cfg.Serve.HTTP
 	if *httpAddr != "" {
 		addr = *httpAddr
@@ -169,4 +172,14 @@ func newRegistry() *prometheus.Registry {
 	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsScheduler)),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// reserveForServing gives the lookups of this process Ps of their own, so
+// that they need not wait for the goroutines of updates and background
+// reconciliations (see internal/procs), and says so.
+func reserveForServing(log *slog.Logger) {
+	if before, after := procs.ReserveForServing(); after != before {
+		log.Info("GOMAXPROCS raised so that lookups need not wait for the goroutines of updates (set GOMAXPROCS to choose)",
+			"gomaxprocs", after, "work", before)
+	}
 }
