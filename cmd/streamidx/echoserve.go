@@ -54,17 +54,7 @@ func runEchoServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	})}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return exitError, err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+	if err := serveUntilDone(ctx, srv, done); err != nil {
 		return exitError, err
 	}
 	fmt.Fprintln(stdout, "streamidx echo-serve: stopped")

@@ -102,9 +102,20 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		}
 	}
 	ready.Store(true)
+	if err := serveUntilDone(ctx, srv, done); err != nil {
+		return exitError, err
+	}
+	fmt.Fprintln(stdout, "streamidx serve: stopped")
+	return exitOK, nil
+}
+
+// serveUntilDone waits until srv's Serve, whose result done receives, ends
+// (its error returned) or ctx does; then it shuts srv down, giving the
+// requests being answered 5 s, and returns nil once Serve has returned.
+func serveUntilDone(ctx context.Context, srv *http.Server, done <-chan error) error {
 	select {
 	case err := <-done:
-		return exitError, err
+		return err
 	case <-ctx.Done():
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -115,10 +126,9 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 		_ = srv.Close()
 	}
 	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return exitError, err
+		return err
 	}
-	fmt.Fprintln(stdout, "streamidx serve: stopped")
-	return exitOK, nil
+	return nil
 }
 
 // warmIndex warms the lookup cache with index index of table table, up to
