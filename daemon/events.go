@@ -444,7 +444,7 @@ func (f *changeFeed) run(ctx context.Context) error {
 	jobs := make(chan *chunk, 4)
 	ordered := make(chan *chunk, 16)
 	var wg sync.WaitGroup
-	for range max(procs.Work(), 1) {
+	for range procs.Work() {
 		wg.Go(func() { f.decodeLoop(jobs) })
 	}
 	var stageErr error

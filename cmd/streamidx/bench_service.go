@@ -240,7 +240,7 @@ func benchService(ctx context.Context, b *bench) error {
 // the same run, the daemon and the writer going on beside it.
 func (b *bench) benchEcho(ctx context.Context, dir, base string, d time.Duration,
 	lookupAt func(*client.Client) func(ctx context.Context, _, _ int) error) (sat, fixed client.LoadResult, err error) {
-	answer, err := b.keepAnswer(ctx, base, dir)
+	answer, err := keepAnswer(ctx, base, dir)
 	if err != nil {
 		return sat, fixed, err
 	}
@@ -268,7 +268,7 @@ func (b *bench) benchEcho(ctx context.Context, dir, base string, d time.Duration
 
 // keepAnswer writes the answer of the service at base to a one-key lookup
 // to a file in dir, and returns its path.
-func (b *bench) keepAnswer(ctx context.Context, base, dir string) (string, error) {
+func keepAnswer(ctx context.Context, base, dir string) (string, error) {
 	u := base + "/v1/tables/" + benchTable + "/indexes/pk/lookup?where=" + url.QueryEscape("order_id = 0")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
