@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -59,6 +60,10 @@ type IndexSchema struct {
 	// parquetSchema is the encoded Parquet schema of the range files
 	// written now, made once when a row group copy first asks for it.
 	parquetSchema *onceBytes
+	// signature is Signature's answer, clusterFields ClusterFields', made
+	// once.
+	signature     string
+	clusterFields []IndexField
 }
 
 // onceBytes is a value computed once.
@@ -122,7 +127,34 @@ func NewIndexSchema(md *Metadata, source *iceberg.Schema) (*IndexSchema, error) 
 	if len(s.cluster) == 0 {
 		return nil, fmt.Errorf("cluster-spec is empty")
 	}
+	s.signature = s.makeSignature()
+	for _, pos := range s.cluster {
+		s.clusterFields = append(s.clusterFields, s.fields[pos])
+	}
+	s.clusterFields = slices.Clip(s.clusterFields)
 	return s, nil
+}
+
+// Signature names what decoding an index file with s depends on: the
+// fields' IDs and types and the cluster order. Two schemas with the same
+// signature decode every file alike, so what was decoded with one serves
+// the other.
+func (s *IndexSchema) Signature() string { return s.signature }
+
+func (s *IndexSchema) makeSignature() string {
+	var b strings.Builder
+	for _, f := range s.fields {
+		b.WriteString(strconv.Itoa(f.ID))
+		b.WriteByte(':')
+		b.WriteString(f.Type.String())
+		b.WriteByte(',')
+	}
+	b.WriteByte('|')
+	for _, pos := range s.cluster {
+		b.WriteString(strconv.Itoa(s.fields[pos].ID))
+		b.WriteByte(',')
+	}
+	return b.String()
 }
 
 // ErrUnsupportedExpression is returned (wrapped) for an index whose
@@ -186,14 +218,10 @@ func (s *IndexSchema) Field(id int) (IndexField, bool) {
 	return s.fields[pos], true
 }
 
-// ClusterFields returns the fields of the clustering key in cluster-spec order.
-func (s *IndexSchema) ClusterFields() []IndexField {
-	out := make([]IndexField, len(s.cluster))
-	for i, pos := range s.cluster {
-		out[i] = s.fields[pos]
-	}
-	return out
-}
+// ClusterFields returns the fields of the clustering key in cluster-spec
+// order. The slice is the schema's own, shared by every caller (a lookup
+// asks for it several times): it must not be modified.
+func (s *IndexSchema) ClusterFields() []IndexField { return s.clusterFields }
 
 // ClusterTypes returns the types of the clustering key's fields, for
 // CompareKeys and the key encoding.

@@ -2,8 +2,7 @@ package planner
 
 import (
 	"context"
-	"fmt"
-	"strings"
+	"strconv"
 
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
@@ -52,17 +51,20 @@ func (l *lazyRange) close() error {
 	return l.rf.Close()
 }
 
-// layoutKey names the stored fields and their types: what is derived from
-// a file for one index schema serves another only if they agree.
-func (ru *run) layoutKey() string {
-	if ru.layout == "" {
-		var b strings.Builder
-		for _, f := range ru.schema.Fields() {
-			fmt.Fprintf(&b, "%s:%s;", f.Name, f.Type)
-		}
-		ru.layout = b.String()
+// cacheKey is the key of what a lookup keeps of a file in the store's
+// lookup cache: kind, the numbers that say which part of the file, and the
+// run's layout (see columns.layout). Built for every page a lookup reads,
+// so without fmt.
+func (ru *run) cacheKey(kind string, nums ...int64) string {
+	b := make([]byte, 0, len(kind)+len(ru.layout)+1+len(nums)*8)
+	b = append(b, kind...)
+	for _, n := range nums {
+		b = append(b, '/')
+		b = strconv.AppendInt(b, n, 10)
 	}
-	return ru.layout
+	b = append(b, '/')
+	b = append(b, ru.layout...)
+	return string(b)
 }
 
 // readCached is readRangeFile through the store's lookup cache: row-group
@@ -130,7 +132,7 @@ func (ru *run) readCached(ctx context.Context, te *format.TrackingEntry, fp *Fil
 // cachedGroups returns the row groups' sizes and statistics of lr's file,
 // through the lookup cache.
 func (ru *run) cachedGroups(ctx context.Context, lr *lazyRange) (*fileInfo, error) {
-	return objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, "groups/"+ru.layoutKey(), func(ctx context.Context) (*fileInfo, int64, error) {
+	return objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, ru.cacheKey("groups"), func(ctx context.Context) (*fileInfo, int64, error) {
 		rf, err := lr.get(ctx)
 		if err != nil {
 			return nil, 0, err
@@ -149,7 +151,7 @@ func (ru *run) cachedGroups(ctx context.Context, lr *lazyRange) (*fileInfo, erro
 // index of field, through the lookup cache; a row group without a page
 // index is one page.
 func (ru *run) cachedPages(ctx context.Context, lr *lazyRange, info *fileInfo, g, field int) ([]format.PageStats, error) {
-	pages, err := objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, fmt.Sprintf("pages/%d/%d/%s", g, field, ru.layoutKey()), func(ctx context.Context) ([]format.PageStats, int64, error) {
+	pages, err := objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, ru.cacheKey("pages", int64(g), int64(field)), func(ctx context.Context) ([]format.PageStats, int64, error) {
 		rf, err := lr.get(ctx)
 		if err != nil {
 			return nil, 0, err
@@ -169,7 +171,7 @@ func (ru *run) cachedPages(ctx context.Context, lr *lazyRange, info *fileInfo, g
 // cachedBlock returns the decoded rows of page p of row group g of lr's
 // file, through the lookup cache.
 func (ru *run) cachedBlock(ctx context.Context, lr *lazyRange, g int, p format.PageStats) (*format.Block, error) {
-	return objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, fmt.Sprintf("block/%d/%d/%d/%s", g, p.FirstRow, p.Rows, ru.layoutKey()), func(ctx context.Context) (*format.Block, int64, error) {
+	return objstore.Cached(ctx, ru.p.opts.Store, lr.te.FilePath, ru.cacheKey("block", int64(g), p.FirstRow, p.Rows), func(ctx context.Context) (*format.Block, int64, error) {
 		rf, err := lr.get(ctx)
 		if err != nil {
 			return nil, 0, err

@@ -51,7 +51,7 @@ func ExamplePlanner_Lookup() {
 	}
 	slices.Sort(ids)
 	fmt.Println("ids:", ids)
-	for _, positions := range res.Locations {
+	for _, positions := range res.Locations() {
 		fmt.Println("positions in the data file:", positions.ToArray())
 	}
 	fmt.Printf("read %d of %d range files\n", res.Stats.RangeFilesRead, res.Stats.RangeFilesTotal)

@@ -213,8 +213,9 @@ func checkLocations(t *testing.T, res *Result) {
 	t.Helper()
 	fileCol := slices.IndexFunc(res.Fields, func(f format.IndexField) bool { return f.Name == "_file" })
 	posCol := slices.IndexFunc(res.Fields, func(f format.IndexField) bool { return f.Name == "_pos" })
+	locations := res.Locations()
 	if fileCol < 0 {
-		if res.Locations != nil {
+		if locations != nil {
 			t.Errorf("index without locations returned locations")
 		}
 		return
@@ -226,12 +227,12 @@ func checkLocations(t *testing.T, res *Result) {
 			want[f] = append(want[f], uint64(format.ValueAt(b.Column(posCol), i).(int64)))
 		}
 	}
-	if len(want) != len(res.Locations) {
-		t.Errorf("locations for %d files, rows in %d", len(res.Locations), len(want))
+	if len(want) != len(locations) {
+		t.Errorf("locations for %d files, rows in %d", len(locations), len(want))
 	}
 	for f, pos := range want {
 		slices.Sort(pos)
-		bm := res.Locations[f]
+		bm := locations[f]
 		if bm == nil || !slices.Equal(bm.ToArray(), pos) {
 			t.Errorf("locations of %s differ from the rows' positions", f)
 		}

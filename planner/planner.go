@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/fnv"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
@@ -95,6 +94,18 @@ type Query struct {
 	// Limit stops the lookup after this many rows; 0 means no limit. The
 	// rows returned are matches, but not necessarily the first in any order.
 	Limit int64
+	// Parsed, when set, is what Where parses to, for a caller that parsed
+	// it already (to refuse a bad predicate before reading any catalog):
+	// the lookup does not parse Where again.
+	Parsed *Predicate
+}
+
+// predicate returns q's parsed predicate.
+func (q Query) predicate() (*Predicate, error) {
+	if q.Parsed != nil {
+		return q.Parsed, nil
+	}
+	return Parse(q.Where)
 }
 
 // Result is the answer to a lookup: the matching entries, exact for the
@@ -108,9 +119,9 @@ type Result struct {
 	// field IDs as PARQUET:field_id.
 	Schema  *arrow.Schema
 	Batches []arrow.RecordBatch
-	// Locations are the matching rows' positions by data file, for an
-	// index that stores _file and _pos; nil for one that does not.
-	Locations map[string]*roaring64.Bitmap
+	// fileCol and posCol are the columns of _file and _pos in Batches,
+	// -1 for an index that does not store them (see Locations).
+	fileCol, posCol int
 	// Truncated is set when the lookup stopped at Query.Limit rows; more
 	// entries may match.
 	Truncated bool
@@ -291,7 +302,7 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadat
 	if pt.check != nil {
 		return nil, nil, pt.check
 	}
-	pred, err := Parse(q.Where)
+	pred, err := q.predicate()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -341,7 +352,7 @@ func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.M
 	if !p.opts.Store.LookupCaching() {
 		return newReconciler(ctx, tbl, source, target, schema, ru.is, p.opts.Allocator)
 	}
-	key := fmt.Sprintf("reconcile/%s/%s/%d/%d/%s", md.IndexUUID, tbl.Metadata().TableUUID(), source.SnapshotID, target.SnapshotID, ru.layoutKey())
+	key := fmt.Sprintf("reconcile/%s/%s/%d/%d/%s", md.IndexUUID, tbl.Metadata().TableUUID(), source.SnapshotID, target.SnapshotID, ru.layout)
 	return objstore.Cached(ctx, p.opts.Store, md.Location, key, func(ctx context.Context) (*reconciler, int64, error) {
 		rc, err := newReconciler(ctx, tbl, source, target, schema, ru.is, memory.DefaultAllocator)
 		if err != nil {

@@ -103,6 +103,10 @@ type columns struct {
 	fields  []format.IndexField
 	fileCol int // -1 without _file
 	posCol  int // -1 without _pos
+	// layout names the stored fields and their types: what is derived
+	// from a file for one index schema serves another only if they agree
+	// (the lookup cache's keys end with it).
+	layout string
 }
 
 // preparedKey names an index by its UUID, not its metadata: the spec fixes
@@ -190,6 +194,7 @@ func storedColumns(is *format.IndexSchema) (*columns, error) {
 			return nil, fmt.Errorf("arrow schema of index fields: field %s has no field ID", f.Name)
 		}
 		l.colOf[id] = i
+		l.layout += f.Name + ":" + f.Type.String() + ";"
 		fld, _ := l.is.Field(id)
 		l.fields = append(l.fields, fld)
 		if r, ok := fld.Expr.(format.Ref); ok && fld.Kind == format.KindMaterialized {

@@ -38,18 +38,15 @@ type run struct {
 	res             *Result
 	// narrow is set when the lookup has few key ranges, which land in few
 	// pages; cached when it then reads range files through the store's
-	// lookup cache (readCached); layout is layoutKey's memo.
+	// lookup cache (readCached); layout is columns.layout.
 	narrow bool
 	cached bool
 	layout string
 }
 
 func (p *Planner) newRun(c *columns, r *resolved, limit int64) *run {
-	ru := &run{p: p, is: c.is, r: r, mem: p.opts.Allocator, schema: c.schema, colOf: c.colOf, fileCol: c.fileCol, posCol: c.posCol, limit: limit}
-	ru.res = &Result{Schema: c.schema, Fields: c.fields}
-	if ru.fileCol >= 0 && ru.posCol >= 0 {
-		ru.res.Locations = map[string]*roaring64.Bitmap{}
-	}
+	ru := &run{p: p, is: c.is, r: r, mem: p.opts.Allocator, schema: c.schema, colOf: c.colOf, fileCol: c.fileCol, posCol: c.posCol, limit: limit, layout: c.layout}
+	ru.res = &Result{Schema: c.schema, Fields: c.fields, fileCol: c.fileCol, posCol: c.posCol}
 	return ru
 }
 
@@ -215,10 +212,7 @@ func (ru *run) readParallel(ctx context.Context, chosen []*format.TrackingEntry,
 // fork returns a run that shares ru's lookup and collects its own answer.
 func (ru *run) fork() *run {
 	c := *ru
-	c.res = &Result{Schema: ru.res.Schema, Fields: ru.res.Fields}
-	if ru.res.Locations != nil {
-		c.res.Locations = map[string]*roaring64.Bitmap{}
-	}
+	c.res = &Result{Schema: ru.res.Schema, Fields: ru.res.Fields, fileCol: ru.res.fileCol, posCol: ru.res.posCol}
 	return &c
 }
 
@@ -227,13 +221,6 @@ func (ru *run) absorb(c *run) {
 	ru.res.Batches = append(ru.res.Batches, c.res.Batches...)
 	c.res.Batches = nil
 	ru.res.Stats.add(c.res.Stats)
-	for f, bm := range c.res.Locations {
-		if have := ru.res.Locations[f]; have != nil {
-			have.Or(bm)
-		} else {
-			ru.res.Locations[f] = bm
-		}
-	}
 }
 
 // readRangeFile reads the row groups of one range file that may match.
@@ -535,7 +522,6 @@ func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool)
 		}
 		ru.res.Batches = append(ru.res.Batches, out)
 		st.Rows += count
-		ru.addLocations(out)
 	}
 	if limited {
 		ru.res.Truncated = true
@@ -608,28 +594,35 @@ func (ru *run) selectRows(ctx context.Context, b arrow.RecordBatch, keep []bool,
 	return out, nil
 }
 
-func (ru *run) addLocations(b arrow.RecordBatch) {
-	if ru.res.Locations == nil {
-		return
+// Locations returns the matching rows' positions by data file, for an
+// index that stores _file and _pos; nil for one that does not. It is made
+// from the batches when asked for: most lookups never ask.
+func (r *Result) Locations() map[string]*roaring64.Bitmap {
+	if r.fileCol < 0 || r.posCol < 0 {
+		return nil
 	}
-	files, fok := b.Column(ru.fileCol).(*array.String)
-	pos, pok := b.Column(ru.posCol).(*array.Int64)
-	if !fok || !pok {
-		return
-	}
-	var cur *roaring64.Bitmap
-	curFile := ""
-	for i := range int(b.NumRows()) {
-		if files.IsNull(i) || pos.IsNull(i) {
+	out := map[string]*roaring64.Bitmap{}
+	for _, b := range r.Batches {
+		files, fok := b.Column(r.fileCol).(*array.String)
+		pos, pok := b.Column(r.posCol).(*array.Int64)
+		if !fok || !pok {
 			continue
 		}
-		if f := files.Value(i); cur == nil || f != curFile {
-			curFile = f
-			if cur = ru.res.Locations[f]; cur == nil {
-				cur = roaring64.New()
-				ru.res.Locations[f] = cur
+		var cur *roaring64.Bitmap
+		curFile := ""
+		for i := range int(b.NumRows()) {
+			if files.IsNull(i) || pos.IsNull(i) {
+				continue
 			}
+			if f := files.Value(i); cur == nil || f != curFile {
+				curFile = f
+				if cur = out[f]; cur == nil {
+					cur = roaring64.New()
+					out[f] = cur
+				}
+			}
+			cur.Add(uint64(pos.Value(i)))
 		}
-		cur.Add(uint64(pos.Value(i)))
 	}
+	return out
 }

@@ -23,7 +23,7 @@ func (p *Planner) scanTable(ctx context.Context, tbl *table.Table, md *format.Me
 	if err := format.CheckTable(md, tbl); err != nil {
 		return nil, err
 	}
-	pred, err := Parse(q.Where)
+	pred, err := q.predicate()
 	if err != nil {
 		return nil, err
 	}

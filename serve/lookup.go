@@ -127,7 +127,8 @@ func (s *Service) lookup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// A predicate that does not parse is refused before any catalog is read.
-	if _, err := planner.Parse(q.Where); err != nil {
+	pred, err := planner.Parse(q.Where)
+	if err != nil {
 		return err
 	}
 	// The planner stops one row past the row limit, which tells an answer
@@ -146,7 +147,7 @@ func (s *Service) lookup(w http.ResponseWriter, r *http.Request) error {
 		if q.Snapshot != 0 && t.Table.SnapshotByID(q.Snapshot) == nil {
 			return &apiError{http.StatusNotFound, "no_such_snapshot", fmt.Sprintf("table %s has no snapshot %d", t.TableName, q.Snapshot)}
 		}
-		res, err = s.planner.Lookup(r.Context(), t.Table, t.Metadata, planner.Query{Where: q.Where, TableSnapshotID: q.Snapshot, Limit: limit})
+		res, err = s.planner.Lookup(r.Context(), t.Table, t.Metadata, planner.Query{Where: q.Where, Parsed: pred, TableSnapshotID: q.Snapshot, Limit: limit})
 		if err != nil && isGone(err) && attempt < maxAttempts {
 			s.metrics.retries.Inc()
 			continue

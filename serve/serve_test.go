@@ -3,6 +3,7 @@ package serve_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -28,12 +29,13 @@ import (
 // fixture is a table with a pk index in a SQL index catalog, and the
 // service over them on a real listener.
 type fixture struct {
-	t       *testing.T
+	t       testing.TB
 	tbl     *table.Table
 	indexes indexcatalog.Catalog
 	store   *objstore.Store
 	client  *client.Client
-	base    string // the service's URL
+	base    string       // the service's URL
+	handler http.Handler // the service's handler, for benchmarks
 }
 
 func newFixture(t *testing.T, rows int) *fixture {
@@ -44,7 +46,7 @@ func newFixture(t *testing.T, rows int) *fixture {
 
 // newFixtureWith is newFixture with the service's options changed by
 // change.
-func newFixtureWith(t *testing.T, rows int, change func(*serve.Options)) *fixture {
+func newFixtureWith(t testing.TB, rows int, change func(*serve.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	cat, warehouse := testtables.NewCatalog(t)
@@ -81,7 +83,7 @@ func newFixtureWith(t *testing.T, rows int, change func(*serve.Options)) *fixtur
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(svc.Close)
 	t.Cleanup(srv.Close)
-	f := &fixture{t: t, tbl: tbl, indexes: idx, store: store, client: client.New(srv.URL, client.Options{}), base: srv.URL}
+	f := &fixture{t: t, tbl: tbl, indexes: idx, store: store, client: client.New(srv.URL, client.Options{}), base: srv.URL, handler: svc.Handler()}
 	f.build()
 	return f
 }

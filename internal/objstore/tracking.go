@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/streamidx/streamidx/format"
 )
@@ -55,7 +54,7 @@ func (s *Store) ReadTracking(ctx context.Context, md *format.Metadata, snap *for
 	if err != nil {
 		return nil, 0, fmt.Errorf("tracking file of index snapshot %d: %w", snap.SnapshotID, err)
 	}
-	key := schemaKey(is)
+	key := is.Signature()
 	if t, ok := s.tracking.get(loc); ok && t.schemaKey == key {
 		return t, 0, t.check(loc, md, snap)
 	}
@@ -121,18 +120,4 @@ func (t *Tracking) check(loc string, md *format.Metadata, snap *format.Snapshot)
 			"another snapshot's file was put in its place", t.snapshotID, snap.SnapshotID))
 	}
 	return nil
-}
-
-// schemaKey names what decoding a tracking file depends on: the index
-// fields' IDs and types and the cluster order.
-func schemaKey(is *format.IndexSchema) string {
-	var b strings.Builder
-	for _, f := range is.Fields() {
-		fmt.Fprintf(&b, "%d:%s,", f.ID, f.Type)
-	}
-	b.WriteByte('|')
-	for _, f := range is.ClusterFields() {
-		fmt.Fprintf(&b, "%d,", f.ID)
-	}
-	return b.String()
 }
