@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"math/bits"
 	"runtime"
 	"slices"
 	"strconv"
@@ -265,10 +266,11 @@ func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters 
 		}
 		merged <- err
 	}()
-	// Batches in flight: queued for decoders, in order, and held by the
-	// range writer until it writes them; each holds two buffers per _file
-	// field.
-	pool := &bufferPool{max: 2 * len(enc.filePos) * (4*opts.Workers + 4)}
+	// Each batch holds two buffers per _file field until the range writer
+	// has written it; the pool keeps those of a few batches for the next
+	// ones (at 10M entries, keeping those of every batch in flight raised
+	// the peak RSS and sped nothing up).
+	pool := &bufferPool{max: 2 * len(enc.filePos) * (opts.Workers + 2)}
 	var decoders sync.WaitGroup
 	for range opts.Workers {
 		decoders.Go(func() {
@@ -366,6 +368,13 @@ func newEntryBatcher(enc *recordCodec, schema *arrow.Schema, mem memory.Allocato
 // decode returns the entries of the values of c as one batch.
 func (b *entryBatcher) decode(c *valueChunk) (arrow.RecordBatch, error) {
 	b.ranks = b.ranks[:0]
+	// Sized once: a builder grown value by value doubles its buffers, each
+	// time into fresh memory.
+	for _, f := range b.fields {
+		if f != nil {
+			f.Reserve(len(c.ends))
+		}
+	}
 	start, dataLen := 0, 0
 	for _, end := range c.ends {
 		if err := b.enc.codec.DecodeValueInto(c.data[start:end], b.fields, b.takeRank); err != nil {
@@ -421,7 +430,11 @@ func (b *entryBatcher) pathColumn(i, dataLen int) (arrow.Array, error) {
 		end += copy(data[end:], b.enc.paths[r])
 		offsets[j+1] = int32(end)
 	}
-	return array.NewStringData(array.NewData(arrow.BinaryTypes.String, len(b.ranks), []*memory.Buffer{nil, offBuf, dataBuf}, nil, 0, 0)), nil
+	// The array holds the buffers, and gives them back to the pool once
+	// the range writer has released it.
+	col := array.NewData(arrow.BinaryTypes.String, len(b.ranks), []*memory.Buffer{nil, offBuf, dataBuf}, nil, 0, 0)
+	defer col.Release()
+	return array.NewStringData(col), nil
 }
 
 // bufferPool is the allocator of the _file columns a build writes. It
@@ -429,6 +442,13 @@ func (b *entryBatcher) pathColumn(i, dataLen int) (arrow.Array, error) {
 // batches: the paths are most of the bytes a build writes, and copying them
 // into fresh memory each time costs more in page faults than the copy.
 // Buffers it hands out are not cleared. It is safe for concurrent use.
+//
+// A batch asks for two buffers, its offsets and its paths, of sizes that
+// differ from batch to batch by a few bytes: a request takes the smallest
+// free buffer that holds it, never one more than twice its size (the paths
+// of a batch would otherwise go to the next batch's offsets, and each
+// paths buffer be new), and new buffers are made a little larger than
+// asked (poolClass), so that the next batch's request fits in them.
 type bufferPool struct {
 	mu   sync.Mutex
 	free [][]byte
@@ -438,13 +458,25 @@ type bufferPool struct {
 func (p *bufferPool) Allocate(size int) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	best := -1
 	for i, b := range p.free {
-		if cap(b) >= size {
-			p.free = slices.Delete(p.free, i, i+1)
-			return b[:size]
+		if c := cap(b); c >= size && c <= 2*size+4096 && (best < 0 || c < cap(p.free[best])) {
+			best = i
 		}
 	}
-	return make([]byte, size)
+	if best >= 0 {
+		b := p.free[best]
+		p.free = slices.Delete(p.free, best, best+1)
+		return b[:size]
+	}
+	return make([]byte, size, poolClass(size))
+}
+
+// poolClass is the capacity of a new buffer of size bytes: size rounded up
+// to a sixteenth of the power of two at or above it (at least 4 KiB).
+func poolClass(size int) int {
+	step := max(4096, 1<<bits.Len(uint(size))/16)
+	return (size + step - 1) / step * step
 }
 
 func (p *bufferPool) Reallocate(size int, b []byte) []byte {

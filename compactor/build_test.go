@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -168,5 +169,42 @@ func TestFullBuildStopsWhenCancelled(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, "data", "*.parquet")); len(files) != 0 {
 		t.Errorf("a cancelled build left range files: %v", files)
+	}
+}
+
+// The _file columns of a build's batches go back to the pool once the range
+// writer has released them, and the next batches take them again, though
+// their sizes differ by a few bytes: without that every batch's paths land
+// in fresh memory, page faults and all.
+func TestBuildPathBuffersReturnToThePool(t *testing.T) {
+	pool := &bufferPool{max: 8}
+	paths := []string{"s3://bucket/db/orders/data/00000-a.parquet", "s3://bucket/db/orders/data/00001-bb.parquet"}
+	b := &entryBatcher{enc: &recordCodec{paths: paths}, pool: pool,
+		schema: arrow.NewSchema([]arrow.Field{{Name: "_file", Type: arrow.BinaryTypes.String}}, nil)}
+	for round := range 5 {
+		b.ranks = b.ranks[:0]
+		dataLen := 0
+		for i := range 4096 {
+			r := uint32(0)
+			if i < 100+round*150 { // 150 more longer paths each round
+				r = 1
+			}
+			b.ranks = append(b.ranks, r)
+			dataLen += len(paths[r])
+		}
+		col, err := b.pathColumn(0, dataLen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := col.(*array.String)
+		for i, r := range b.ranks {
+			if s.Value(i) != paths[r] {
+				t.Fatalf("round %d row %d: %q, want %q", round, i, s.Value(i), paths[r])
+			}
+		}
+		col.Release()
+		if len(pool.free) != 2 {
+			t.Fatalf("round %d: %d buffers back in the pool, want 2 (the offsets and the paths, taken again each round)", round, len(pool.free))
+		}
 	}
 }

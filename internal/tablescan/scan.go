@@ -515,8 +515,10 @@ func (f *fileReader) pathColumn(n int) arrow.Array {
 			offsets[i+1] = int32((i + 1) * len(f.path))
 			copy(data[i*len(f.path):], f.path)
 		}
-		f.fileCol = array.NewStringData(array.NewData(arrow.BinaryTypes.String, rows,
-			[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0))
+		col := array.NewData(arrow.BinaryTypes.String, rows,
+			[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets)), memory.NewBufferBytes(data)}, nil, 0, 0)
+		f.fileCol = array.NewStringData(col)
+		col.Release()
 	}
 	return array.NewSlice(f.fileCol, 0, int64(n))
 }
