@@ -1,11 +1,13 @@
 package compactor
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -224,7 +226,7 @@ func (w *RangeWriter) Add(entry format.Key) error {
 			return fmt.Errorf("range file entry field %d: %w", w.schema.Fields()[i].ID, err)
 		}
 	}
-	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
+	w.lastKey = keepKey(w.lastKey, w.keyBuf)
 	w.pending++
 	if w.queued() >= w.opts.BatchRows {
 		return w.flushBatch()
@@ -358,11 +360,30 @@ func (w *RangeWriter) writeRows(rec arrow.RecordBatch, from, to int) error {
 	w.chunks = append(w.chunks, part)
 	w.chunkRows += to - from
 	w.rowKey(rec, to-1)
-	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
+	w.lastKey = keepKey(w.lastKey, w.keyBuf)
 	if w.queued() >= w.opts.BatchRows {
 		return w.flushBatch()
 	}
 	return nil
+}
+
+// keepKey copies key into dst, with strings and byte slices of their own:
+// the values of a batch's rows may share its buffers (a string column's
+// values do), which go back to a pool or to the next batch once the batch
+// is written, while the last key is kept until the next entries come.
+func keepKey(dst, key format.Key) format.Key {
+	dst = dst[:0]
+	for _, v := range key {
+		switch v := v.(type) {
+		case string:
+			dst = append(dst, strings.Clone(v))
+		case []byte:
+			dst = append(dst, bytes.Clone(v))
+		default:
+			dst = append(dst, v)
+		}
+	}
+	return dst
 }
 
 // builderChunk moves the builder's entries to the queue, behind the chunks
