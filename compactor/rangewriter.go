@@ -1,13 +1,11 @@
 package compactor
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -367,21 +365,14 @@ func (w *RangeWriter) writeRows(rec arrow.RecordBatch, from, to int) error {
 	return nil
 }
 
-// keepKey copies key into dst, with strings and byte slices of their own:
-// the values of a batch's rows may share its buffers (a string column's
-// values do), which go back to a pool or to the next batch once the batch
-// is written, while the last key is kept until the next entries come.
+// keepKey copies key into dst, with strings of their own (ownValue): a
+// batch's string values share its buffers, which go back to a pool or to
+// the next batch once the batch is written, while the last key is kept
+// until the next entries come.
 func keepKey(dst, key format.Key) format.Key {
 	dst = dst[:0]
 	for _, v := range key {
-		switch v := v.(type) {
-		case string:
-			dst = append(dst, strings.Clone(v))
-		case []byte:
-			dst = append(dst, bytes.Clone(v))
-		default:
-			dst = append(dst, v)
-		}
+		dst = append(dst, ownValue(v))
 	}
 	return dst
 }
