@@ -208,7 +208,10 @@ func NewRangeWriter(ctx context.Context, s *format.IndexSchema, dir string, opts
 }
 
 // Add appends one entry (values in EntrySchema order). Entries must come in
-// cluster order; the range file writer refuses anything else.
+// cluster order; the range file writer refuses anything else. The writer
+// keeps the entry's key until the next one: its strings must be the
+// caller's own, not views of a batch's buffers (a merge's entries are:
+// decoded from the delta, or copied with ownValue).
 func (w *RangeWriter) Add(entry format.Key) error {
 	w.keyBuf = w.keyBuf[:0]
 	for _, p := range w.clusterPos {
@@ -224,7 +227,7 @@ func (w *RangeWriter) Add(entry format.Key) error {
 			return fmt.Errorf("range file entry field %d: %w", w.schema.Fields()[i].ID, err)
 		}
 	}
-	w.lastKey = keepKey(w.lastKey, w.keyBuf)
+	w.lastKey = append(w.lastKey[:0], w.keyBuf...)
 	w.pending++
 	if w.queued() >= w.opts.BatchRows {
 		return w.flushBatch()
