@@ -553,22 +553,33 @@ func (d *delta) planBoth(ref tablescan.Entry) (*bothPlan, error) {
 // diffBoth compares a file live in both snapshots as planned.
 func (d *delta) diffBoth(p *bothPlan) error {
 	ref := p.ref
-	delOld, err := d.old.deletes.Load(d.ctx, d.fs, d.old.schema, ref.File, ref.Seq, d.old.scan)
+	// How many of the file's rows the comparison tests: all of them when it
+	// reads the whole file or its equality columns, else the ones the
+	// resolvers named. The delete states are loaded for that many rows: an
+	// upsert reaches a few rows of each older file, and merging the
+	// equality deletes of the table's whole history for each of them cost
+	// more than the rest of an update (see tablescan.DeleteIndex.LoadFor).
+	named := !p.whole && !p.keys && !p.positions
+	rows := ref.File.Count()
+	if named {
+		rows = max(int64(len(p.entries)), int64(p.explicit.GetCardinality()))
+	}
+	delNew, err := d.new.deletes.LoadFor(d.ctx, d.fs, d.new.schema, ref.File, ref.Seq, d.new.scan, rows)
 	if err != nil {
 		return err
 	}
-	delNew, err := d.new.deletes.Load(d.ctx, d.fs, d.new.schema, ref.File, ref.Seq, d.new.scan)
+	if named && p.indexed {
+		if done, err := d.deleteIndexed(p, delNew); done || err != nil {
+			return err
+		}
+	}
+	delOld, err := d.old.deletes.LoadFor(d.ctx, d.fs, d.old.schema, ref.File, ref.Seq, d.old.scan, rows)
 	if err != nil {
 		return err
 	}
 	if p.whole {
 		d.stats.EqualityDeleteSlowPath++
 		return d.diffFile(ref.File, delOld, delNew)
-	}
-	if !p.keys && !p.positions && p.indexed {
-		if done, err := d.deleteIndexed(p, delNew); done || err != nil {
-			return err
-		}
 	}
 	keep := p.explicit
 	switch {

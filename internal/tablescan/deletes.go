@@ -463,12 +463,21 @@ func mayName(del iceberg.DataFile, path string) bool {
 }
 
 // Load reads the delete files that apply to a data file of data sequence
-// number dataSeq (see Applicable) into its delete state. Equality delete
-// values are read as the types of schema, the schema the data is read with.
-// Equality sets of the same fields come merged into one where testing each
-// row of the file against each would cost more than the merge, and a merge
-// is shared by the data files the same delete files apply to.
+// number dataSeq (see Applicable) into its delete state, for a caller that
+// tests every row of the file (see LoadFor).
 func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Schema, file iceberg.DataFile, dataSeq int64, opts Options) (*FileDeletes, error) {
+	return ix.LoadFor(ctx, fs, schema, file, dataSeq, opts, file.Count())
+}
+
+// LoadFor is Load for a caller that tests rows of the file's rows against
+// the state. Equality delete values are read as the types of schema, the
+// schema the data is read with. Equality sets of the same fields come
+// merged into one where testing rows rows against each would cost more than
+// the merge, and a merge is shared by the data files the same delete files
+// apply to. A caller that tests a few rows of each file (an update that
+// knows from the index which rows an upsert reached) thus never pays for
+// merging the equality deletes of a table's whole history once per file.
+func (ix *DeleteIndex) LoadFor(ctx context.Context, fs iceio.IO, schema *iceberg.Schema, file iceberg.DataFile, dataSeq int64, opts Options, rows int64) (*FileDeletes, error) {
 	opts.EnsureDefaults()
 	out := &FileDeletes{}
 	var eqPaths []string
@@ -496,7 +505,7 @@ func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Sc
 			eqPaths = append(eqPaths, df.FilePath())
 		}
 	}
-	out.Equality = ix.mergeEquality(out.Equality, eqPaths, file.Count())
+	out.Equality = ix.mergeEquality(out.Equality, eqPaths, rows)
 	return out, nil
 }
 

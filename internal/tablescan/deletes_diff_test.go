@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -163,5 +164,63 @@ func TestManifestListIsReadOnce(t *testing.T) {
 	}
 	if &first[0] != &second[0] {
 		t.Error("the second call read the manifest list again")
+	}
+}
+
+// TestLoadForMergesForManyRowsOnly: the equality deletes of three upsert
+// commits that apply to one data file come merged into one set for a
+// caller that tests every row of the file, and as they are for one that
+// tests two (an update that knows which rows an upsert reached), which
+// would otherwise pay for merging the table's whole history of deletes
+// for each file; both answer alike.
+func TestLoadForMergesForManyRowsOnly(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, 2, nil)
+	var rows [][]any
+	for id := range int64(1000) {
+		rows = append(rows, rc(id, "n", "x"))
+	}
+	tbl, files := testtables.Append(t, tbl, rows...)
+	for c := range int64(3) {
+		var keys [][]any
+		for k := range int64(40) {
+			keys = append(keys, []any{c*100 + k})
+		}
+		tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, keys...)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := PlanDeletes(ctx, tbl, tbl.CurrentSnapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq int64 = 1
+	all, err := ix.Load(ctx, fs, tbl.Schema(), files[0], seq, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	few, err := ix.LoadFor(ctx, fs, tbl.Schema(), files[0], seq, Options{}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all.Equality) != 1 || len(few.Equality) != 3 {
+		t.Fatalf("equality sets: %d for every row, %d for two rows; want 1 (merged) and 3 (as they are)", len(all.Equality), len(few.Equality))
+	}
+	for id := range int64(1000) {
+		inAll, err := all.Equality[0].Contains(format.Key{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inFew := false
+		for _, set := range few.Equality {
+			if ok, _ := set.Contains(format.Key{id}); ok {
+				inFew = true
+			}
+		}
+		if want := id%100 < 40 && id < 300; inAll != want || inFew != want {
+			t.Fatalf("id %d deleted: merged %v, as they are %v, want %v", id, inAll, inFew, want)
+		}
 	}
 }

@@ -31,9 +31,12 @@ type EqualityDeletes struct {
 	// containers are few and dense and small, and merging the sets of many
 	// delete files is a union of containers, not one insert per key (a
 	// 10M-row CDC build spent 3.95 CPU seconds in hash-map lookups, 0.19
-	// in these); all other tuples in keys.
-	ints *roaring64.Bitmap
-	keys map[string]struct{}
+	// in these); all other tuples in keys. A set merged from many
+	// (mergeSets) holds its integers in dense instead, one bit each over
+	// their range, when they are close enough together: ints is then nil.
+	ints  *roaring64.Bitmap
+	dense *denseInts
+	keys  map[string]struct{}
 }
 
 // intKey returns the integer of a key of one non-null integer.
@@ -47,22 +50,21 @@ func intKey(key []byte) (uint64, bool) {
 // add puts the tuple of key bytes key into the set.
 func (e *EqualityDeletes) add(key []byte) {
 	if v, ok := intKey(key); ok {
-		e.ints.Add(v)
+		e.roaringInts().Add(v)
 	} else {
 		e.keys[string(key)] = struct{}{}
 	}
 }
 
 // mergeSets returns one set holding every tuple of sets, which share their
-// field IDs: the integer keys in one pass over the bitmaps' containers.
+// field IDs (see mergeInts for the integer keys).
 func mergeSets(sets []*EqualityDeletes) *EqualityDeletes {
-	bitmaps := make([]*roaring64.Bitmap, len(sets))
 	n := 0
-	for i, set := range sets {
-		bitmaps[i] = set.ints
+	for _, set := range sets {
 		n += len(set.keys)
 	}
-	out := &EqualityDeletes{FieldIDs: sets[0].FieldIDs, ints: roaring64.FastOr(bitmaps...), keys: make(map[string]struct{}, n)}
+	out := &EqualityDeletes{FieldIDs: sets[0].FieldIDs, keys: make(map[string]struct{}, n)}
+	out.ints, out.dense = mergeInts(sets)
 	for _, set := range sets {
 		for k := range set.keys {
 			out.keys[k] = struct{}{}
@@ -82,7 +84,7 @@ func mergeWorth(sets []*EqualityDeletes, rows int64) bool {
 	}
 	var cost int64
 	for _, set := range sets {
-		cost += int64(set.ints.GetCardinality())/16 + int64(len(set.keys))
+		cost += int64(set.intsLen())/16 + int64(len(set.keys))
 	}
 	return rows*int64(len(sets)) > cost
 }
@@ -112,7 +114,7 @@ func (e *EqualityDeletes) Add(tuple format.Key) error {
 func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
 	if len(tuple) == 1 {
 		if v, ok := tuple[0].(int64); ok { // the key of a one-long tuple, without encoding it
-			return e.ints.Contains(uint64(v)), nil
+			return e.containsInt(uint64(v)), nil
 		}
 	}
 	var buf [64]byte // most tuples fit: no allocation per call
@@ -124,11 +126,14 @@ func (e *EqualityDeletes) Contains(tuple format.Key) (bool, error) {
 }
 
 // Len is the number of distinct deleted tuples.
-func (e *EqualityDeletes) Len() int { return int(e.ints.GetCardinality()) + len(e.keys) }
+func (e *EqualityDeletes) Len() int { return int(e.intsLen()) + len(e.keys) }
 
 // Bytes estimates the memory the set holds.
 func (e *EqualityDeletes) Bytes() int64 {
-	n := int64(e.ints.GetSizeInBytes())
+	n := int64(8 * len(e.denseWords()))
+	if e.ints != nil {
+		n += int64(e.ints.GetSizeInBytes())
+	}
 	for k := range e.keys {
 		n += int64(len(k)) + 48 // the string header and the map's share
 	}
@@ -137,7 +142,7 @@ func (e *EqualityDeletes) Bytes() int64 {
 
 func (e *EqualityDeletes) containsKey(key []byte) bool {
 	if v, ok := intKey(key); ok {
-		return e.ints.Contains(v)
+		return e.containsInt(v)
 	}
 	_, ok := e.keys[string(key)]
 	return ok

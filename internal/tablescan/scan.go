@@ -306,7 +306,11 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 	for i, f := range readSchema.Fields() {
 		colOf[f.ID] = i
 	}
-	groups := groupEquality(deletes.Equality, colOf, file.Count())
+	tested := file.Count() // rows tested against the equality deletes
+	if deletes.Within != nil {
+		tested = min(tested, int64(deletes.Within.GetCardinality()))
+	}
+	groups := groupEquality(deletes.Equality, colOf, tested)
 
 	p, err := openParquet(fs, file.FilePath(), opts.NameMapping, opts.BatchRows, opts.Allocator)
 	if err != nil {
