@@ -469,8 +469,8 @@ func (ix *DeleteIndex) Load(ctx context.Context, fs iceio.IO, schema *iceberg.Sc
 	return ix.LoadFor(ctx, fs, schema, file, dataSeq, opts, file.Count())
 }
 
-// LoadFor is Load for a caller that tests rows of the file's rows against
-// the state. Equality delete values are read as the types of schema, the
+// LoadFor is Load for a caller that tests only rows of the file's rows
+// against the state. Equality delete values are read as the types of schema, the
 // schema the data is read with. Equality sets of the same fields come
 // merged into one where testing rows rows against each would cost more than
 // the merge, and a merge is shared by the data files the same delete files
