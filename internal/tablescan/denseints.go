@@ -2,7 +2,6 @@ package tablescan
 
 import (
 	"math/bits"
-	"slices"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 )
@@ -13,9 +12,9 @@ import (
 // Building it is one bit set per key of every input, however many inputs
 // there are; testing a key is one shift and one mask.
 type denseInts struct {
-	base  uint64
-	words []uint64
-	n     uint64 // keys held
+	base, last uint64 // the least and the greatest key held
+	words      []uint64
+	n          uint64 // keys held
 }
 
 func (d *denseInts) contains(v uint64) bool {
@@ -78,7 +77,7 @@ func mergeInts(sets []*EqualityDeletes) (*roaring64.Bitmap, *denseInts) {
 		}
 		return roaring64.FastOr(bitmaps...), nil
 	}
-	d := &denseInts{base: lo, words: make([]uint64, (hi-lo)/64+1)}
+	d := &denseInts{base: lo, last: hi, words: make([]uint64, (hi-lo)/64+1)}
 	set1 := func(v uint64) {
 		i := v - lo
 		d.words[i>>6] |= 1 << (i & 63)
@@ -109,9 +108,6 @@ func (e *EqualityDeletes) roaringInts() *roaring64.Bitmap {
 	if e.dense != nil {
 		e.ints, e.dense = e.roaringView(), nil
 	}
-	if e.ints == nil {
-		e.ints = roaring64.New()
-	}
 	return e.ints
 }
 
@@ -119,9 +115,6 @@ func (e *EqualityDeletes) roaringInts() *roaring64.Bitmap {
 // changing the set.
 func (e *EqualityDeletes) roaringView() *roaring64.Bitmap {
 	if e.dense == nil {
-		if e.ints == nil {
-			return roaring64.New()
-		}
 		return e.ints
 	}
 	out := roaring64.New()
@@ -140,15 +133,12 @@ func (e *EqualityDeletes) containsInt(v uint64) bool {
 	if e.dense != nil {
 		return e.dense.contains(v)
 	}
-	return e.ints != nil && e.ints.Contains(v)
+	return e.ints.Contains(v)
 }
 
 func (e *EqualityDeletes) intsLen() uint64 {
 	if e.dense != nil {
 		return e.dense.n
-	}
-	if e.ints == nil {
-		return 0
 	}
 	return e.ints.GetCardinality()
 }
@@ -156,21 +146,8 @@ func (e *EqualityDeletes) intsLen() uint64 {
 // intsRange returns the least and greatest integer of a set that holds
 // some.
 func (e *EqualityDeletes) intsRange() (uint64, uint64) {
-	if d := e.dense; d != nil {
-		first := slices.IndexFunc(d.words, func(w uint64) bool { return w != 0 })
-		last := len(d.words) - 1
-		for d.words[last] == 0 {
-			last--
-		}
-		return d.base + uint64(first)<<6 + uint64(bits.TrailingZeros64(d.words[first])),
-			d.base + uint64(last)<<6 + uint64(63-bits.LeadingZeros64(d.words[last]))
+	if e.dense != nil {
+		return e.dense.base, e.dense.last
 	}
 	return e.ints.Minimum(), e.ints.Maximum()
-}
-
-func (e *EqualityDeletes) denseWords() []uint64 {
-	if e.dense == nil {
-		return nil
-	}
-	return e.dense.words
 }
