@@ -44,6 +44,10 @@ type BuildOptions struct {
 	// Progress, when set, is called about once a second and at each phase
 	// change. Default: none.
 	Progress func(BuildProgress)
+	// Yield, when set, is called before each batch of rows is scanned or
+	// written, on the goroutine doing it; an error ends the build. The
+	// daemon's builds wait there for shorter updates (internal/pace).
+	Yield func(context.Context) error
 }
 
 // BuildProgress reports where a build is.
@@ -63,6 +67,14 @@ type BuildResult struct {
 	Bytes   int64
 	Spilled bool
 	Scan    tablescan.Stats
+}
+
+// yield is a checkpoint of the build (BuildOptions.Yield).
+func (o *BuildOptions) yield(ctx context.Context) error {
+	if o.Yield == nil {
+		return nil
+	}
+	return o.Yield(ctx)
 }
 
 // FullBuild indexes every live row of snapshot snap and writes the range
@@ -139,6 +151,9 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 					return nil
 				}
 				st, err := plan.ScanFile(gctx, i, func(src arrow.RecordBatch) error {
+					if err := opts.yield(gctx); err != nil {
+						return err
+					}
 					n, err := rb.add(enc, opts.Allocator, src, i, sorters[w])
 					scanned.Add(n)
 					return err
@@ -292,6 +307,9 @@ func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters 
 		d := <-out
 		if err == nil {
 			err = d.err
+		}
+		if err == nil {
+			err = opts.yield(ctx)
 		}
 		if err == nil {
 			handed += d.rec.NumRows()

@@ -69,6 +69,10 @@ type MergeOptions struct {
 	// rewritten file, those the delta does not touch included, instead of
 	// copying the untouched ones as they are; for comparisons.
 	DecodeAllRowGroups bool
+	// Yield, when set, is called before each batch or row group of a range
+	// file is merged, on the goroutine merging it; an error ends the merge.
+	// The daemon's updates wait there for shorter ones (internal/pace).
+	Yield func(context.Context) error
 }
 
 // MergeResult is what a merge wrote and kept.
@@ -792,6 +796,9 @@ func (m *merger) readFile(idx int) error {
 	defer r.Close()
 	m.fileLeft = r.NumRows()
 	batch := func(rec arrow.RecordBatch) error {
+		if err := m.yield(); err != nil {
+			return err
+		}
 		ent, err := m.entryBatch(rec)
 		if err != nil {
 			return fmt.Errorf("merge range file %s: %w", te.FilePath, err)
@@ -815,6 +822,9 @@ func (m *merger) readFile(idx int) error {
 		rows[g], stats[g] = r.RowGroupStats(g)
 	}
 	for g := 0; g < n; {
+		if err := m.yield(); err != nil {
+			return err
+		}
 		if m.untouched(idx, stats[g]) {
 			copied, err := m.w.CopyRowGroup(r.RangeFileReader, g, rows[g])
 			if err != nil {
@@ -846,6 +856,14 @@ func (m *merger) readFile(idx int) error {
 		}
 	}
 	return nil
+}
+
+// yield is a checkpoint of the merge (MergeOptions.Yield).
+func (m *merger) yield() error {
+	if m.opts.Yield == nil {
+		return nil
+	}
+	return m.opts.Yield(m.ctx)
 }
 
 // peekLimit bounds the mutations reaches pulls ahead of the head (a

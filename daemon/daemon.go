@@ -23,6 +23,7 @@ import (
 	"github.com/streamidx/streamidx/internal/httptls"
 	"github.com/streamidx/streamidx/internal/kafkaconn"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/pace"
 	"github.com/streamidx/streamidx/internal/procs"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
@@ -46,6 +47,9 @@ type Daemon struct {
 	workers      []*worker
 	byTable      map[string][]*worker
 	ledger       *ledger
+	// gate lets short updates run ahead of long ones (run.long-update-after);
+	// nil when off or with one index.
+	gate *pace.Gate
 	// slots bounds the updates running at once (run.max-parallel-updates).
 	slots    chan struct{}
 	listener net.Listener
@@ -121,6 +125,10 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	// updated at once share the cores, so that one index's large rewrite
 	// does not hold back another's small one.
 	share := max(1, procs.Work()/max(1, min(len(rc.Indexes), rc.MaxParallelUpdates)))
+	// Long updates pause for short ones (run.long-update-after).
+	if rc.LongUpdateAfter > 0 && len(rc.Indexes) > 1 {
+		d.gate = pace.NewGate(time.Duration(rc.LongUpdateAfter))
+	}
 	// Expiries remember what each tracking file lists (see flush.References).
 	refs := flush.NewReferences()
 	for _, ref := range rc.Indexes {
@@ -147,7 +155,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 			MemoryBudget: int64(cfg.Build.MemoryBudget), SpillDir: cfg.Build.SpillDir, MergeParallelism: share,
 			Expire: flush.ExpireOptions{RetainLast: rc.RetainSnapshots, MaxAge: time.Duration(rc.MaxSnapshotAge), Store: files, Logger: log,
 				References: refs},
-			Events: events, Logger: log,
+			Events: events, Gate: d.gate, Logger: log,
 		})
 		if rewriteMu[name] == nil {
 			rewriteMu[name] = &sync.Mutex{}

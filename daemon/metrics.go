@@ -32,6 +32,7 @@ type metrics struct {
 	commitRetries    *prometheus.CounterVec
 	equalitySlowPath *prometheus.CounterVec
 	errors           *prometheus.CounterVec
+	paused           *prometheus.CounterVec
 	halted           *prometheus.GaugeVec
 	snapshotsExpired *prometheus.CounterVec
 	filesDeleted     *prometheus.CounterVec
@@ -77,6 +78,7 @@ func newMetrics() *metrics {
 		commitRetries:    counter("streamidx_flush_commit_retries_total", "Compare-and-swap attempts repeated after another writer's commit."),
 		equalitySlowPath: counter("streamidx_ingest_equality_delete_slow_path_files_total", "Data files read in full to resolve equality deletes."),
 		errors:           counter("streamidx_updater_errors_total", "Failed update attempts."),
+		paused:           counter("streamidx_updater_paused_seconds_total", "Seconds long updates waited in their merge or build for shorter updates of other indexes (run.long-update-after)."),
 		halted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "streamidx_updater_halted",
 			Help: "1 when the index's worker stopped on an error retrying cannot fix (a corrupt file); see the log."}, l),
 		snapshotsExpired: counter("streamidx_flush_snapshots_expired_total", "Index snapshots expired."),
@@ -108,7 +110,7 @@ func newMetrics() *metrics {
 
 func (m *metrics) register(reg prometheus.Registerer, behind prometheus.Collector) error {
 	for _, c := range []prometheus.Collector{m.lag, m.commitLag, m.commits, m.updateSeconds, m.stagedMutations, m.filesRewritten,
-		m.filesReused, m.bytesWritten, m.entriesRewritten, m.entriesCopied, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.halted,
+		m.filesReused, m.bytesWritten, m.entriesRewritten, m.entriesCopied, m.fullBuilds, m.commitConflicts, m.commitRetries, m.equalitySlowPath, m.errors, m.paused, m.halted,
 		m.snapshotsExpired, m.filesDeleted, m.rewriteFilesRemoved, m.rewritePositions, m.rewriteCommits, m.rewriteConflicts,
 		m.rewriteSeconds, m.notifications, m.decodeErrors, m.notificationTimeouts, m.pending,
 		m.eventsStaged, m.eventTombstones, m.eventsDeadLettered, behind} {
@@ -129,6 +131,7 @@ func (m *metrics) observe(w *worker, st updater.Stats, err error) {
 	m.commitRetries.WithLabelValues(l...).Add(float64(st.CommitRetries))
 	m.snapshotsExpired.WithLabelValues(l...).Add(float64(st.SnapshotsExpired))
 	m.filesDeleted.WithLabelValues(l...).Add(float64(st.FilesDeleted))
+	m.paused.WithLabelValues(l...).Add(st.Paused.Seconds())
 	p := st.Published
 	if p == nil {
 		return

@@ -26,6 +26,9 @@ type Stats struct {
 	CommitConflicts, CommitRetries int
 	// SnapshotsExpired and FilesDeleted are what expiry removed.
 	SnapshotsExpired, FilesDeleted int
+	// Paused is how long the step's merge or build waited for shorter
+	// updates of other indexes (Options.Gate).
+	Paused time.Duration
 	// Waiting says why an events-fed index cannot move now (its next
 	// commit's notification or events have not arrived); "" otherwise. The
 	// step is to be tried again when the feed moves.

@@ -21,6 +21,7 @@ import (
 	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/internal/pace"
 	"github.com/streamidx/streamidx/planner"
 	"github.com/streamidx/streamidx/staging"
 )
@@ -74,6 +75,10 @@ type Options struct {
 	Expire flush.ExpireOptions
 	// ExpireEvery is how many commits pass between expiries. Default: 10.
 	ExpireEvery int
+	// Gate, when set, is shared by the updaters of one process: a step that
+	// has run longer than its threshold waits in its merge or build while
+	// a shorter step of another index runs (internal/pace). Default: none.
+	Gate *pace.Gate
 	// Events is the change feed that events-fed indexes (source: events)
 	// follow. Default: none; such an index then follows the table like any
 	// other.
@@ -98,6 +103,8 @@ type Updater struct {
 	// peersNeeded is set while the equality deletes of this index's updates
 	// resolve through other indexes only (see resolver).
 	peersNeeded atomic.Bool
+	// job is the current step's place under Options.Gate.
+	job *pace.Job
 }
 
 // stagedAhead is a stage computed ahead of its step.
@@ -154,7 +161,10 @@ func (u *Updater) Step(ctx context.Context, props PropertiesFunc) (Stats, error)
 	if err := ctx.Err(); err != nil {
 		return st, err
 	}
+	u.job = u.opts.Gate.Start()
 	err := u.step(ctx, props, &st)
+	u.job.Done()
+	st.Paused, u.job = u.job.Waited(), nil
 	if errors.Is(err, flush.ErrBaseMoved) {
 		st.CommitConflicts++
 		u.log.Info("another writer moved the index first; recomputing on its snapshot")
@@ -257,6 +267,7 @@ func (u *Updater) fullBuild(ctx context.Context, tbl *table.Table, md *format.Me
 	res, err := BuildAndPublish(ctx, u.indexes, tbl, u.index, md, snap, BuildOptions{
 		Build: compactor.BuildOptions{
 			RangeWriterOptions: u.opts.Range, MemoryBudget: u.opts.MemoryBudget, SpillDir: u.opts.SpillDir, Logger: u.log,
+			Yield: u.job.Yield,
 		},
 		Properties:  properties(props, tbl, snap),
 		RequireBase: true, BaseSnapshotID: base,
@@ -327,6 +338,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	}
 	res, err := compactor.Merge(ctx, is, prev, delta, objstore.Join(md.Location, "data"), compactor.MergeOptions{
 		RangeWriterOptions: u.opts.Range, MinFileSize: u.opts.MinFileSize, Parallelism: u.opts.MergeParallelism, Logger: u.log,
+		Yield: u.job.Yield,
 	})
 	if err != nil {
 		return fmt.Errorf("merge delta of source snapshot %d: %w", next.SnapshotID, err)
@@ -519,7 +531,7 @@ func (u *Updater) committed(ctx context.Context, snap *table.Snapshot, pub *Publ
 	st.IndexedSnapshotID = snap.SnapshotID
 	u.log.Info("index updated", "source_snapshot", snap.SnapshotID, "full_build", pub.FullBuild, "skipped", pub.Skipped,
 		"files_written", pub.FilesWritten, "files_reused", pub.FilesReused, "entries", pub.EntriesRewritten, "row_groups_copied", pub.RowGroupsCopied, "bytes", pub.BytesWritten,
-		"took", pub.Took.Round(time.Millisecond))
+		"took", pub.Took.Round(time.Millisecond), "paused", u.job.Waited().Round(time.Millisecond))
 	if !pub.FullBuild {
 		u.log.Debug("incremental update phases", "source_snapshot", snap.SnapshotID, "staged", pub.Staged.Round(time.Millisecond),
 			"merged", pub.Merged.Round(time.Millisecond), "published", pub.Published.Round(time.Millisecond))

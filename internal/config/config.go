@@ -107,6 +107,13 @@ type RunConfig struct {
 	// time; each index has its own worker and none waits for another, but
 	// updates share the machine. Default: 4.
 	MaxParallelUpdates int `yaml:"max-parallel-updates"`
+	// LongUpdateAfter is how long an update runs before it counts as long:
+	// from then on its merge or build pauses while a shorter update of
+	// another index runs (never for longer in all than it has run), so that
+	// a primary-key index's small updates keep their freshness beside a
+	// bucketed index that rewrites itself. 0 turns the pauses off.
+	// Default: 500ms.
+	LongUpdateAfter Duration `yaml:"long-update-after"`
 	// RetainSnapshots index snapshots are kept by expiry. Default: 10.
 	RetainSnapshots int `yaml:"retain-snapshots"`
 	// MaxSnapshotAge expires older index snapshots too; 0 means no age
@@ -325,6 +332,7 @@ func Default() Config {
 				NotificationTimeout: Duration(2 * time.Minute), CommitFormat: "native", DebeziumDecimalHandling: "precise",
 				MetadataMaxAge: Duration(30 * time.Second)},
 			MaxParallelUpdates: 4,
+			LongUpdateAfter:    Duration(500 * time.Millisecond),
 			RetainSnapshots:    10,
 			RewriteDeletes:     RewriteDeletesConfig{MinFiles: 1},
 		},
@@ -455,6 +463,8 @@ func (c *Config) Set(key, value string) error {
 		c.Run.Kafka.EmbeddedBroker = value
 	case "run.max-parallel-updates":
 		c.Run.MaxParallelUpdates, err = strconv.Atoi(value)
+	case "run.long-update-after":
+		err = setDuration(&c.Run.LongUpdateAfter, value)
 	case "run.rewrite-deletes.enabled":
 		c.Run.RewriteDeletes.Enabled, err = strconv.ParseBool(value)
 	case "run.rewrite-deletes.min-files":
@@ -676,6 +686,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.RetainSnapshots < 1 {
 		errs = append(errs, fmt.Errorf("run.retain-snapshots %d: want at least 1 (the current snapshot is always kept)", c.Run.RetainSnapshots))
+	}
+	if c.Run.LongUpdateAfter < 0 {
+		errs = append(errs, fmt.Errorf("run.long-update-after %s: want 0 (updates never pause) or a positive duration", time.Duration(c.Run.LongUpdateAfter)))
 	}
 	if c.Run.MaxSnapshotAge < 0 {
 		errs = append(errs, fmt.Errorf("run.max-snapshot-age %s: want 0 (no age limit) or a positive duration", time.Duration(c.Run.MaxSnapshotAge)))

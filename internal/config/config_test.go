@@ -64,9 +64,10 @@ func TestUnknownKeyAndBadValuesAreErrors(t *testing.T) {
 	c.Run.Kafka.MetadataMaxAge = Duration(2 * time.Hour)
 	c.Run.Kafka.SASL.Mechanism = "GSSAPI"
 	c.Run.Kafka.TLS.KeyFile = "key.pem" // without its certificate
+	c.Run.LongUpdateAfter = Duration(-time.Second)
 	err := c.Validate()
 	for _, want := range []string{"catalog.uri", "index-catalog", "build.progress", "build.target-file-entries", "serve.tls-key-file",
-		"run.kafka.metadata-max-age", `run.kafka.sasl.mechanism "GSSAPI"`, "run.kafka.tls.cert-file"} {
+		"run.kafka.metadata-max-age", `run.kafka.sasl.mechanism "GSSAPI"`, "run.kafka.tls.cert-file", "run.long-update-after"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("want error about %s, got %v", want, err)
 		}
