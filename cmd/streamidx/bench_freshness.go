@@ -78,6 +78,7 @@ type freshResult struct {
 	published int
 	entries   float64 // written, per index snapshot
 	bytes     float64
+	paused    float64 // seconds waited for shorter updates, per index snapshot
 	verified  int
 	exact     int
 }
@@ -152,6 +153,9 @@ func (b *bench) indexFigures(sc freshScenario, index string, r *freshResult, alo
 	b.add(figure{Name: p + "index_snapshots", Value: float64(r.published), Unit: "snapshots"})
 	b.add(figure{Name: p + "entries_rewritten", Value: r.entries, Unit: "entries/snapshot"})
 	b.add(figure{Name: p + "bytes_written", Value: r.bytes, Unit: "bytes/snapshot"})
+	if len(sc.indexes) > 1 {
+		b.add(figure{Name: p + "paused", Value: r.paused, Unit: "s/snapshot"})
+	}
 	if alone != nil && index == "pk" {
 		pa := percentile(alone.lags, 0.99)
 		ratio := p99 / pa
@@ -392,6 +396,7 @@ func (b *bench) runScenario(ctx context.Context, sc freshScenario) (map[string]*
 		if published := counterValue(families, "streamidx_flush_commits_total", index); published > 0 {
 			r.entries = counterValue(families, "streamidx_compactor_written_entries_total", index) / published
 			r.bytes = counterValue(families, "streamidx_compactor_written_bytes_total", index) / published
+			r.paused = counterValue(families, "streamidx_updater_paused_seconds_total", index) / published
 		}
 		if err := b.verifySnapshots(ctx, e, tbl, md, md.Snapshots[before[index]:], r); err != nil {
 			return nil, 0, 0, 0, err
