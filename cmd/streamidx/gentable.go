@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
+
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/workload"
 )
@@ -62,7 +64,12 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 			}
 		})
 		made, err := workload.Stream(ctx, tbl, workload.StreamOptions{Rows: *rowsN, Upserts: *upsert, Pattern: *pattern, Interval: *every,
-			Commits: streamCommits, Seed: *seed, OnCommit: func(c workload.Commit) {
+			Commits: streamCommits, Seed: *seed,
+			// Other writers (a daemon's rewrite-deletes, say) commit to the
+			// table too: each commit starts from the table as it is, and one
+			// that lost the race is made again on the newer table.
+			Reload: func(ctx context.Context) (*table.Table, error) { return e.cat.LoadTable(ctx, id) },
+			OnCommit: func(c workload.Commit) {
 				fmt.Fprintf(stdout, "commit %d: upserted %d orders (%s) in %s: snapshot %d\n", c.N, c.Upserts, *pattern,
 					c.Took.Round(time.Millisecond), c.SnapshotID)
 			}})
