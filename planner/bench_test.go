@@ -15,6 +15,8 @@ import (
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/indexdef"
+	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -66,13 +68,16 @@ func BenchmarkLookup(b *testing.B) {
 	cat, _ := testtables.NewCatalog(b)
 	tbl := testtables.CreateTable(b, cat, testtables.TableConfig{Name: "bench", Schema: benchSchema, FormatVersion: 2})
 	const files = 10
+	var dataFiles []iceberg.DataFile
 	for f := range files {
 		var rows [][]any
 		for i := f * n / files; i < (f+1)*n/files; i++ {
 			id := benchKey(i, n)
 			rows = append(rows, []any{id, id % 1000, fmt.Sprintf("note %d", i)})
 		}
-		tbl, _ = testtables.Append(b, tbl, rows...)
+		var added []iceberg.DataFile
+		tbl, added = testtables.Append(b, tbl, rows...)
+		dataFiles = append(dataFiles, added...)
 	}
 	def, err := indexdef.Parse([]byte(`{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`))
 	if err != nil {
@@ -82,7 +87,7 @@ func BenchmarkLookup(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	buildIndex(b, tbl, md, tbl.CurrentSnapshot(), compactor.RangeWriterOptions{TargetFileSize: 1 << 20, RowGroupRows: 16 << 10})
+	isnap := buildIndex(b, tbl, md, tbl.CurrentSnapshot(), compactor.RangeWriterOptions{TargetFileSize: 1 << 20, RowGroupRows: 16 << 10})
 	p := New(Options{})
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -113,6 +118,36 @@ func BenchmarkLookup(b *testing.B) {
 	})
 	b.Run("in10k/scan", func(b *testing.B) {
 		benchScan(b, tbl, func(int) iceberg.BooleanExpression { return iceberg.IsIn(iceberg.Reference("id"), keys...) }, int64(len(keys)))
+	})
+	// The live positions of two of the data files, as rewrite-deletes asks
+	// for those its deletes touch: every entry of the index is read.
+	b.Run("live_positions/index", func(b *testing.B) {
+		ctx := context.Background()
+		is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, tbl.CurrentSnapshot()))
+		if err != nil {
+			b.Fatal(err)
+		}
+		tr, _, err := objstore.Local().ReadTracking(ctx, md, isnap, is)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := NewSnapshotReader(objstore.Local(), is, tr.Entries)
+		wanted := map[string]bool{dataFiles[0].FilePath(): true, dataFiles[len(dataFiles)-1].FilePath(): true}
+		b.ResetTimer()
+		for range b.N {
+			live, err := r.LivePositions(ctx, wanted)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var found uint64
+			for _, bm := range live {
+				found += bm.GetCardinality()
+			}
+			if want := uint64(2 * n / files); found != want {
+				b.Fatalf("%d live positions, want %d", found, want)
+			}
+		}
+		b.ReportMetric(float64(n)/(b.Elapsed().Seconds()/float64(b.N)), "entries/s")
 	})
 }
 

@@ -445,51 +445,114 @@ func locationColumns(rec arrow.RecordBatch, at int, name string) (*array.String,
 // LivePositions returns, for each data file location in files, the
 // positions of its rows live in the index's source snapshot (an empty
 // bitmap for a file with none). Entries are clustered by key, not by data
-// file, so this reads the _file and _pos columns of every range file once.
+// file, so this reads the _file and _pos columns of every range file once,
+// up to procs.Work() range files at a time, _file as a dictionary: each
+// distinct path of a row group is looked up once, not once an entry.
 func (r *SnapshotReader) LivePositions(ctx context.Context, files map[string]bool) (map[string]*roaring64.Bitmap, error) {
 	if !r.HasLocation() {
 		return nil, fmt.Errorf("live positions: %w", ErrCannotReconcile)
 	}
-	out := make(map[string]*roaring64.Bitmap, len(files))
-	for f := range files {
-		out[f] = roaring64.New()
+	workers := min(procs.Work(), max(len(r.entries), 1))
+	parts := make([]map[string]*roaring64.Bitmap, workers)
+	for w := range parts {
+		parts[w] = make(map[string]*roaring64.Bitmap, len(files))
+		for f := range files {
+			parts[w][f] = roaring64.New()
+		}
 	}
-	for i := range r.entries {
-		te := &r.entries[i]
-		if err := r.livePositionsOf(ctx, te, out); err != nil {
-			return nil, fmt.Errorf("live positions in range file %s: %w", te.FilePath, err)
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range workers {
+		g.Go(func() error {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(r.entries) {
+					return nil
+				}
+				te := &r.entries[i]
+				if err := r.livePositionsOf(gctx, te, parts[w]); err != nil {
+					return fmt.Errorf("live positions in range file %s: %w", te.FilePath, err)
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := parts[0]
+	for _, part := range parts[1:] {
+		for f, bm := range part {
+			out[f].Or(bm)
 		}
 	}
 	return out, nil
 }
 
 func (r *SnapshotReader) livePositionsOf(ctx context.Context, te *format.TrackingEntry, out map[string]*roaring64.Bitmap) error {
-	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{})
+	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{DictionaryFields: []int{r.fileField}})
 	if err != nil {
 		return err
 	}
 	defer rf.Close()
-	var lastPath string
-	var last *roaring64.Bitmap
+	var bitmaps []*roaring64.Bitmap // by dictionary index: nil for a path not asked for
+	var dict arrow.Array            // the dictionary bitmaps was made for
 	return rf.Read(ctx, []int{r.fileField, r.posField}, nil, func(rec arrow.RecordBatch) error {
-		files, pos, err := locationColumns(rec, 0, te.FilePath)
-		if err != nil {
-			return err
+		pos, ok := rec.Column(1).(*array.Int64)
+		if !ok {
+			return format.MarkCorruption(te.FilePath, fmt.Errorf("_pos is %s", rec.Column(1).DataType()))
 		}
-		for row := range int(rec.NumRows()) {
-			if files.IsNull(row) || pos.IsNull(row) || pos.Value(row) < 0 {
+		valid := func(row int) error {
+			if rec.Column(0).IsNull(row) || pos.IsNull(row) || pos.Value(row) < 0 {
 				return format.MarkCorruption(te.FilePath, fmt.Errorf("entry has no valid row location"))
 			}
-			path := files.Value(row)
-			if last == nil || path != lastPath {
-				bm, ok := out[path]
-				if !ok {
-					last = nil
-					continue
-				}
-				lastPath, last = string([]byte(path)), bm
+			return nil
+		}
+		switch files := rec.Column(0).(type) {
+		case *array.Dictionary:
+			paths, ok := files.Dictionary().(*array.String)
+			if !ok {
+				return format.MarkCorruption(te.FilePath, fmt.Errorf("_file is a dictionary of %s", files.Dictionary().DataType()))
 			}
-			last.Add(uint64(pos.Value(row)))
+			if d := files.Dictionary(); d != dict {
+				// A new row group: its paths are looked up once each.
+				dict = d
+				bitmaps = bitmaps[:0]
+				for i := range paths.Len() {
+					var bm *roaring64.Bitmap
+					if paths.IsValid(i) {
+						bm = out[paths.Value(i)]
+					}
+					bitmaps = append(bitmaps, bm)
+				}
+			}
+			for row := range int(rec.NumRows()) {
+				if err := valid(row); err != nil {
+					return err
+				}
+				if bm := bitmaps[files.GetValueIndex(row)]; bm != nil {
+					bm.Add(uint64(pos.Value(row)))
+				}
+			}
+		case *array.String:
+			var lastPath string
+			var last *roaring64.Bitmap
+			for row := range int(rec.NumRows()) {
+				if err := valid(row); err != nil {
+					return err
+				}
+				path := files.Value(row)
+				if last == nil || path != lastPath {
+					bm, ok := out[path]
+					if !ok {
+						last = nil
+						continue
+					}
+					lastPath, last = string([]byte(path)), bm
+				}
+				last.Add(uint64(pos.Value(row)))
+			}
+		default:
+			return format.MarkCorruption(te.FilePath, fmt.Errorf("_file is %s", rec.Column(0).DataType()))
 		}
 		return nil
 	})
