@@ -588,19 +588,7 @@ func (d *delta) diffBoth(p *bothPlan) error {
 		// liveness changed, whatever changed it: the removed equality
 		// delete, the position deletes, the added equality deletes.
 		d.stats.EqualityKeyReads++
-		var keyCols []int
-		for _, set := range slices.Concat(delOld.Equality, delNew.Equality) {
-			for _, id := range set.FieldIDs {
-				if !slices.Contains(keyCols, id) {
-					keyCols = append(keyCols, id)
-				}
-			}
-		}
-		liveOld, err := d.livePositions(d.old, ref.File, delOld, keyCols)
-		if err != nil {
-			return err
-		}
-		liveNew, err := d.livePositions(d.new, ref.File, delNew, keyCols)
+		liveOld, liveNew, err := d.liveBoth(ref.File, delOld, delNew)
 		if err != nil {
 			return err
 		}
@@ -677,6 +665,34 @@ func (d *delta) deleteIndexed(p *bothPlan, delNew *tablescan.FileDeletes) (done 
 // deletes on side s, reading no column but keyCols, the columns the
 // equality deletes of both sides compare (so that both sides read the
 // same, and a read is never of no column at all).
+// liveBoth returns the positions of file's rows live under its old and its
+// new delete state: from one read of the file's equality columns when both
+// snapshots read it with the same schema, else from a scan under each.
+func (d *delta) liveBoth(file iceberg.DataFile, delOld, delNew *tablescan.FileDeletes) (liveOld, liveNew *roaring64.Bitmap, err error) {
+	if d.old.schema.ID == d.new.schema.ID {
+		live, err := tablescan.LiveRows(d.ctx, d.fs, d.new.schema, file, []*tablescan.FileDeletes{delOld, delNew}, d.new.scan)
+		if err != nil {
+			return nil, nil, fmt.Errorf("live positions of %s: %w", file.FilePath(), err)
+		}
+		return live[0], live[1], nil
+	}
+	var keyCols []int
+	for _, set := range slices.Concat(delOld.Equality, delNew.Equality) {
+		for _, id := range set.FieldIDs {
+			if !slices.Contains(keyCols, id) {
+				keyCols = append(keyCols, id)
+			}
+		}
+	}
+	if liveOld, err = d.livePositions(d.old, file, delOld, keyCols); err != nil {
+		return nil, nil, err
+	}
+	if liveNew, err = d.livePositions(d.new, file, delNew, keyCols); err != nil {
+		return nil, nil, err
+	}
+	return liveOld, liveNew, nil
+}
+
 func (d *delta) livePositions(s *side, file iceberg.DataFile, deletes *tablescan.FileDeletes, keyCols []int) (*roaring64.Bitmap, error) {
 	opts := s.scan
 	opts.Columns = append(slices.Clone(keyCols), format.FieldIDPos)

@@ -282,14 +282,8 @@ type eqGroup struct {
 
 func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.DataFile, deletes *FileDeletes, opts Options, fn func(arrow.RecordBatch) error) (Stats, error) {
 	var stats Stats
-	if file.ContentType() != iceberg.EntryContentData {
-		return stats, fmt.Errorf("scan %s: content is %s, not data", file.FilePath(), file.ContentType())
-	}
-	if file.FileFormat() != iceberg.ParquetFile {
-		return stats, fmt.Errorf("scan %s: format %s is not supported", file.FilePath(), file.FileFormat())
-	}
-	if file.KeyMetadata() != nil {
-		return stats, fmt.Errorf("scan %s: encrypted files are not supported", file.FilePath())
+	if err := checkDataFile(file); err != nil {
+		return stats, err
 	}
 	if deletes == nil {
 		deletes = &FileDeletes{}
@@ -334,6 +328,20 @@ func scanFile(ctx context.Context, fs iceio.IO, proj *projection, file iceberg.D
 		f.fileCol.Release()
 	}
 	return stats, errJoinClose(err, p)
+}
+
+// checkDataFile refuses what a scan cannot read: delete files, formats
+// other than Parquet, encrypted files.
+func checkDataFile(file iceberg.DataFile) error {
+	switch {
+	case file.ContentType() != iceberg.EntryContentData:
+		return fmt.Errorf("scan %s: content is %s, not data", file.FilePath(), file.ContentType())
+	case file.FileFormat() != iceberg.ParquetFile:
+		return fmt.Errorf("scan %s: format %s is not supported", file.FilePath(), file.FileFormat())
+	case file.KeyMetadata() != nil:
+		return fmt.Errorf("scan %s: encrypted files are not supported", file.FilePath())
+	}
+	return nil
 }
 
 // groupEquality groups the equality delete sets of a data file of rows
@@ -415,23 +423,9 @@ func (f *fileReader) batch(ctx context.Context, rec arrow.RecordBatch, start int
 			f.stats.DeletedByPos++
 			continue
 		}
-		deleted := false
-		for _, g := range f.groups {
-			key = key[:0]
-			for _, c := range g.cols {
-				if key, err = appendColumnKey(key, rec.Column(c), i); err != nil {
-					return fmt.Errorf("scan %s: %w", f.path, err)
-				}
-			}
-			for _, set := range g.sets {
-				if set.containsKey(key) {
-					deleted = true
-					break
-				}
-			}
-			if deleted {
-				break
-			}
+		deleted, err := deletedByEquality(f.groups, rec, i, &key)
+		if err != nil {
+			return fmt.Errorf("scan %s: %w", f.path, err)
 		}
 		if deleted {
 			f.stats.DeletedByEq++
