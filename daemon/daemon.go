@@ -343,7 +343,7 @@ func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 		began := time.Now()
 		n, err := d.align(ctx, w)
 		if err == nil {
-			err = d.rewriteDeletes(ctx, w)
+			err = d.rewriteDeletes(ctx, w, false)
 		}
 		if err != nil {
 			return out, fmt.Errorf("update %s: %w", w.name(), err)

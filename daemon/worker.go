@@ -38,6 +38,9 @@ type worker struct {
 	// this index was refused because the index stores no row locations.
 	rewriteMu *sync.Mutex
 	noRewrite atomic.Bool
+	// gaveWay counts the rewrites in a row that gave way to a commit
+	// notification (see maxGiveWays).
+	gaveWay int
 
 	mu      sync.Mutex
 	haltErr error // why the worker stopped for good; nil while it runs
@@ -112,7 +115,7 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			}
 		}
 		if err == nil && published > 0 {
-			err = d.rewriteDeletes(ctx, w)
+			err = d.rewriteDeletes(ctx, w, true)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -224,6 +227,12 @@ func (d *Daemon) halt(w *worker, err error) {
 	d.ledger.settle(w.table)
 }
 
+// maxGiveWays bounds the rewrites in a row that give way to a commit
+// notification arriving while they plan: the one after runs whatever
+// arrives, so a table that commits faster than a rewrite plans still gets
+// its deletes rewritten.
+const maxGiveWays = 3
+
 // rewriteDeletes turns the equality deletes of w's table into deletion
 // vectors through w's index, when run.rewrite-deletes is on and the index
 // stores row locations. The rewrite brings the index up to the table first
@@ -231,7 +240,11 @@ func (d *Daemon) halt(w *worker, err error) {
 // to follow. A rewrite that other writers kept conflicting with is logged
 // and tried again after the next update; other errors go the way of update
 // errors.
-func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker) error {
+//
+// With giveWay, a rewrite that a commit notification of the table arrived
+// during gives way once it is planned (at most maxGiveWays times in a row):
+// the worker indexes the commit first and plans the rewrite again.
+func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker, giveWay bool) error {
 	rc := d.cfg.Run.RewriteDeletes
 	if !rc.Enabled || w.noRewrite.Load() {
 		return nil
@@ -244,7 +257,16 @@ func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker) error {
 			_, err := d.align(ctx, w)
 			return err
 		},
+		// A commit notified while the rewrite planned is indexed first:
+		// the rewrite is planned again after that update.
+		GiveWay: func() bool { return giveWay && len(w.wake) > 0 && w.gaveWay < maxGiveWays },
 	})
+	if errors.Is(err, rewrite.ErrGaveWay) {
+		w.gaveWay++
+		d.log.Debug("equality delete rewrite gave way to a commit notification", "table", w.table, "index", w.index, "in_a_row", w.gaveWay)
+		return nil
+	}
+	w.gaveWay = 0
 	if res != nil {
 		d.metrics.observeRewrite(w, res)
 	}

@@ -32,6 +32,10 @@ var ErrNoLocationIndex = errors.New("no index with _file and _pos")
 // every file the rewrite wrote was removed.
 var ErrConflict = errors.New("the table kept changing under the rewrite")
 
+// ErrGaveWay is returned when Options.GiveWay asked the rewrite to stop
+// after planning: nothing was written or committed.
+var ErrGaveWay = errors.New("the rewrite gave way")
+
 // Options tune Run.
 type Options struct {
 	// Index names the index to resolve through; it must store _file and
@@ -51,6 +55,12 @@ type Options struct {
 	// commit so the index covers the rewrite. Default: nil, a lagging
 	// index is refused with ErrIndexLags.
 	Align func(ctx context.Context, index string) error
+	// GiveWay, when set, is asked once a plan is made and before anything
+	// is written: true stops the rewrite with ErrGaveWay, nothing written
+	// or committed. The daemon gives way to a commit notification that
+	// arrived while the rewrite planned, so the index's next update does
+	// not wait for the rewrite. Default: nil.
+	GiveWay func() bool
 	// Store reads the index's files. Default: local files.
 	Store *objstore.Store
 	// Logger. Default: discard.
@@ -155,6 +165,9 @@ func Run(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog,
 		p.report(res)
 		if opts.DryRun {
 			return res, nil
+		}
+		if opts.GiveWay != nil && opts.GiveWay() {
+			return res, ErrGaveWay
 		}
 		done, err := p.execute(ctx, cat, id, res, &opts, log)
 		if err != nil {

@@ -238,6 +238,30 @@ func TestRewriteDryRun(t *testing.T) {
 	}
 }
 
+// TestRewriteGivesWay: a rewrite told to give way after planning writes
+// and commits nothing; asked again without, it commits.
+func TestRewriteGivesWay(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	history(t, e, false)
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	head := e.reload().CurrentSnapshot().SnapshotID
+	asked := 0
+	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{GiveWay: func() bool { asked++; return true }})
+	if !errors.Is(err, ErrGaveWay) || asked != 1 {
+		t.Fatalf("rewrite that gives way: %v, asked %d times", err, asked)
+	}
+	if e.reload().CurrentSnapshot().SnapshotID != head || res.CommittedSnapshotID != 0 || res.DeleteFilesWritten != 0 {
+		t.Fatalf("the rewrite that gave way changed the table or wrote %d files", res.DeleteFilesWritten)
+	}
+	res, err = Run(ctx, e.cat, e.indexes, e.id, Options{GiveWay: func() bool { return false }})
+	if err != nil || res.CommittedSnapshotID == 0 {
+		t.Fatalf("rewrite that need not give way: %v, committed %d", err, res.CommittedSnapshotID)
+	}
+}
+
 func TestRewriteRefusesLaggingIndex(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, 2)
