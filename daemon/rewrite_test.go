@@ -71,3 +71,63 @@ func TestRunRewritesEqualityDeletes(t *testing.T) {
 			sum("streamidx_rewrite_positions_total"), sum("streamidx_rewrite_seconds_count"))
 	}
 }
+
+// TestRewriteGivesWayToANotifiedCommit: a rewrite that finds a commit
+// notified (the worker's wake-up pending) once it has planned writes and
+// commits nothing, up to maxGiveWays times in a row; the next one runs
+// whatever is pending, and so does a rewrite told not to give way (--once).
+func TestRewriteGivesWayToANotifiedCommit(t *testing.T) {
+	h := newHarness(t, 0, "pk")
+	h.cfg.Run.RewriteDeletes.Enabled = true
+	d, err := New(h.cat, h.indexes, nil, h.cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	ctx := context.Background()
+	w := d.workers[0]
+	head := func() int64 {
+		tbl, err := h.cat.LoadTable(ctx, h.tbl.Identifier())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tbl.CurrentSnapshot().SnapshotID
+	}
+	upsert := func(c int) {
+		tbl, err := testtables.TryUpsert(h.tbl, []int64{int64(c)}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tbl = tbl
+		if _, err := d.align(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upsert(1)
+	before := head()
+	for i := 1; i <= maxGiveWays; i++ {
+		w.poke()
+		if err := d.rewriteDeletes(ctx, w, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := head(); got != before || w.gaveWay != i {
+			t.Fatalf("rewrite %d with a commit notified: table head %d (was %d), %d in a row gave way", i, got, before, w.gaveWay)
+		}
+	}
+	if err := d.rewriteDeletes(ctx, w, true); err != nil {
+		t.Fatal(err)
+	}
+	if head() == before || w.gaveWay != 0 {
+		t.Fatalf("the rewrite after %d that gave way did not commit (%d in a row)", maxGiveWays, w.gaveWay)
+	}
+	h.tbl, _ = h.cat.LoadTable(ctx, h.tbl.Identifier())
+	upsert(2)
+	before = head()
+	if err := d.rewriteDeletes(ctx, w, false); err != nil {
+		t.Fatal(err)
+	}
+	if head() == before {
+		t.Fatal("a rewrite told not to give way did not commit with a commit notified")
+	}
+	h.verifyAll("pk")
+}
