@@ -195,14 +195,21 @@ func TestRewriteAfterUpserts(t *testing.T) {
 	}
 }
 
-func TestRewriteDryRun(t *testing.T) {
-	ctx := context.Background()
+// alignedHistory is a v3 table after the upserts of history, with pk
+// aligned to it, and the table's head.
+func alignedHistory(t *testing.T) (*env, int64) {
+	t.Helper()
 	e := newEnv(t, 3)
 	history(t, e, false)
-	if _, err := e.align(ctx, "pk"); err != nil {
+	if _, err := e.align(context.Background(), "pk"); err != nil {
 		t.Fatal(err)
 	}
-	head := e.reload().CurrentSnapshot().SnapshotID
+	return e, e.reload().CurrentSnapshot().SnapshotID
+}
+
+func TestRewriteDryRun(t *testing.T) {
+	ctx := context.Background()
+	e, head := alignedHistory(t)
 	dry, err := Run(ctx, e.cat, e.indexes, e.id, Options{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
@@ -242,12 +249,7 @@ func TestRewriteDryRun(t *testing.T) {
 // and commits nothing; asked again without, it commits.
 func TestRewriteGivesWay(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t, 3)
-	history(t, e, false)
-	if _, err := e.align(ctx, "pk"); err != nil {
-		t.Fatal(err)
-	}
-	head := e.reload().CurrentSnapshot().SnapshotID
+	e, head := alignedHistory(t)
 	asked := 0
 	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{GiveWay: func() bool { asked++; return true }})
 	if !errors.Is(err, ErrGaveWay) || asked != 1 {
