@@ -114,7 +114,10 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 				continue
 			}
 		}
-		if err == nil && published > 0 {
+		// A rewrite that gave way is tried again after the alignment that
+		// follows, whether or not it published: the commit it gave way to
+		// may have been indexed already.
+		if err == nil && (published > 0 || w.gaveWay > 0) {
 			err = d.rewriteDeletes(ctx, w, true)
 		}
 		switch {
