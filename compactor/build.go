@@ -69,12 +69,12 @@ type BuildResult struct {
 	Scan    tablescan.Stats
 }
 
-// yield is a checkpoint of the build (BuildOptions.Yield).
-func (o *BuildOptions) yield(ctx context.Context) error {
-	if o.Yield == nil {
+// checkpoint calls yield (a build's or a merge's Yield) when it is set.
+func checkpoint(ctx context.Context, yield func(context.Context) error) error {
+	if yield == nil {
 		return nil
 	}
-	return o.Yield(ctx)
+	return yield(ctx)
 }
 
 // FullBuild indexes every live row of snapshot snap and writes the range
@@ -151,7 +151,7 @@ func FullBuild(ctx context.Context, tbl *table.Table, snap *table.Snapshot, md *
 					return nil
 				}
 				st, err := plan.ScanFile(gctx, i, func(src arrow.RecordBatch) error {
-					if err := opts.yield(gctx); err != nil {
+					if err := checkpoint(gctx, opts.Yield); err != nil {
 						return err
 					}
 					n, err := rb.add(enc, opts.Allocator, src, i, sorters[w])
@@ -309,7 +309,7 @@ func writeSorted(ctx context.Context, w *RangeWriter, enc *recordCodec, sorters 
 			err = d.err
 		}
 		if err == nil {
-			err = opts.yield(ctx)
+			err = checkpoint(ctx, opts.Yield)
 		}
 		if err == nil {
 			handed += d.rec.NumRows()

@@ -796,7 +796,7 @@ func (m *merger) readFile(idx int) error {
 	defer r.Close()
 	m.fileLeft = r.NumRows()
 	batch := func(rec arrow.RecordBatch) error {
-		if err := m.yield(); err != nil {
+		if err := checkpoint(m.ctx, m.opts.Yield); err != nil {
 			return err
 		}
 		ent, err := m.entryBatch(rec)
@@ -822,7 +822,7 @@ func (m *merger) readFile(idx int) error {
 		rows[g], stats[g] = r.RowGroupStats(g)
 	}
 	for g := 0; g < n; {
-		if err := m.yield(); err != nil {
+		if err := checkpoint(m.ctx, m.opts.Yield); err != nil {
 			return err
 		}
 		if m.untouched(idx, stats[g]) {
@@ -856,14 +856,6 @@ func (m *merger) readFile(idx int) error {
 		}
 	}
 	return nil
-}
-
-// yield is a checkpoint of the merge (MergeOptions.Yield).
-func (m *merger) yield() error {
-	if m.opts.Yield == nil {
-		return nil
-	}
-	return m.opts.Yield(m.ctx)
 }
 
 // peekLimit bounds the mutations reaches pulls ahead of the head (a

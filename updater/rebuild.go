@@ -34,10 +34,7 @@ func (u *Updater) Rebuild(ctx context.Context, props PropertiesFunc) (Stats, err
 		st.Aligned = true
 		return st, nil
 	}
-	u.job = u.opts.Gate.Start()
-	err = u.fullBuild(ctx, tbl, md, target, props, &st)
-	u.job.Done()
-	st.Paused, u.job = u.job.Waited(), nil
+	st.Paused, err = u.gated(func() error { return u.fullBuild(ctx, tbl, md, target, props, &st) })
 	if errors.Is(err, flush.ErrBaseMoved) {
 		st.CommitConflicts++
 		return st, nil

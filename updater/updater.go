@@ -161,10 +161,8 @@ func (u *Updater) Step(ctx context.Context, props PropertiesFunc) (Stats, error)
 	if err := ctx.Err(); err != nil {
 		return st, err
 	}
-	u.job = u.opts.Gate.Start()
-	err := u.step(ctx, props, &st)
-	u.job.Done()
-	st.Paused, u.job = u.job.Waited(), nil
+	paused, err := u.gated(func() error { return u.step(ctx, props, &st) })
+	st.Paused = paused
 	if errors.Is(err, flush.ErrBaseMoved) {
 		st.CommitConflicts++
 		u.log.Info("another writer moved the index first; recomputing on its snapshot")
@@ -226,6 +224,17 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 		return u.fullBuild(ctx, tbl, md, next, props, st)
 	}
 	return err
+}
+
+// gated runs one step (or rebuild) as a job under Options.Gate and returns
+// how long its merge or build paused for shorter updates.
+func (u *Updater) gated(run func() error) (time.Duration, error) {
+	u.job = u.opts.Gate.Start()
+	err := run()
+	u.job.Done()
+	paused := u.job.Waited()
+	u.job = nil
+	return paused, err
 }
 
 // choose picks, from the source snapshots newer than the indexed one

@@ -109,27 +109,21 @@ func (j *Job) Yield(ctx context.Context) error {
 	}
 	g := j.g
 	j.mu.Lock()
-	if j.short || j.done {
-		if !j.done && g.now().Sub(j.began) >= g.longAfter {
-			j.short = false
-			g.leave()
-		}
-		j.mu.Unlock()
-		return nil
+	now := g.now()
+	// A short job never waits; one that becomes long here waits from its
+	// next checkpoint on.
+	wasShort, done := j.short, j.done
+	if j.short && now.Sub(j.began) >= g.longAfter {
+		j.short = false
+		g.leave()
 	}
+	budget := min(now.Sub(j.began)-2*j.waited, maxWait)
 	j.mu.Unlock()
-	if g.short.Load() == 0 {
+	if wasShort || done || budget <= 0 || g.short.Load() == 0 {
 		return nil
 	}
 	clear := g.clearChan()
 	if clear == nil {
-		return nil
-	}
-	j.mu.Lock()
-	now := g.now()
-	budget := min(now.Sub(j.began)-2*j.waited, maxWait)
-	j.mu.Unlock()
-	if budget <= 0 {
 		return nil
 	}
 	t := time.NewTimer(budget)
