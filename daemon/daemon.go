@@ -61,11 +61,17 @@ type Daemon struct {
 	// up; warming counts those running, which Run waits for.
 	warm    WarmFunc
 	warming sync.WaitGroup
+	// rewriting counts the rewrites of equality deletes running beside the
+	// updates (run.rewrite-deletes), which Run waits for.
+	rewriting sync.WaitGroup
 
 	// now is the clock of notification timeouts; beforeStep, when set, is
-	// called before each update step while it holds its slot. Tests set them.
-	now        func() time.Time
-	beforeStep func(*worker)
+	// called before each update step while it holds its slot, and
+	// beforeRewrite before each rewrite that runs beside the updates.
+	// Tests set them.
+	now           func() time.Time
+	beforeStep    func(*worker)
+	beforeRewrite func(*worker)
 
 	mu      sync.Mutex
 	started bool
@@ -120,7 +126,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		return fail(err) // a TLS file that does not load stops the start, not the first connection
 	}
 	seen := map[string]bool{}
-	rewriteMu := map[string]*sync.Mutex{}
+	rewrites := map[string]*tableRewrites{}
 	// A merge rewrites parts of an index on several cores; the indexes
 	// updated at once share the cores, so that one index's large rewrite
 	// does not hold back another's small one.
@@ -157,10 +163,10 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 				References: refs},
 			Events: events, Gate: d.gate, Logger: log,
 		})
-		if rewriteMu[name] == nil {
-			rewriteMu[name] = &sync.Mutex{}
+		if rewrites[name] == nil {
+			rewrites[name] = &tableRewrites{}
 		}
-		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1), rewriteMu: rewriteMu[name]}
+		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1), rewrites: rewrites[name]}
 		d.workers = append(d.workers, w)
 		d.byTable[name] = append(d.byTable[name], w)
 		d.metrics.halted.WithLabelValues(name, ref.Index).Set(0)
@@ -276,6 +282,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		<-workCtx.Done()
 		wg.Wait()
+		d.rewriting.Wait()
 		d.warming.Wait()
 		if cons != nil {
 			cons.close() // commit what the last updates covered

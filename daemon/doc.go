@@ -27,6 +27,11 @@
 // workers go on; other errors are retried with capped, jittered exponential
 // backoff.
 //
+// With run.rewrite-deletes, each table's equality deletes are rewritten
+// into position deletes beside its workers (rewrite.go): one rewrite per
+// table at a time, started after a worker publishes, planned on what that
+// worker's index covers, so that no update waits for a rewrite.
+//
 // Concurrency: New, Run and Close are called from one goroutine; Close may
 // also be called from another to end Run. Everything else is internal.
 package daemon

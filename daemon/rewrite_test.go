@@ -2,13 +2,11 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/testtables"
@@ -26,19 +24,11 @@ func TestRunRewritesEqualityDeletes(t *testing.T) {
 	// 30 upsert commits while the daemon rewrites: a commit that meets a
 	// rewrite's commit is retried on the new head, as a CDC writer does.
 	for c := 1; c <= 30; c++ {
-		for {
-			tbl, err := testtables.TryUpsert(h.tbl, []int64{int64(c), int64(20 + c)}, c)
-			if err == nil {
-				h.tbl = tbl
-				break
-			}
-			if !errors.Is(err, table.ErrCommitFailed) {
-				t.Fatalf("upsert commit %d: %v", c, err)
-			}
-			if h.tbl, err = h.cat.LoadTable(ctx, h.tbl.Identifier()); err != nil {
-				t.Fatal(err)
-			}
+		tbl, err := testtables.UpsertRetrying(h.cat, h.tbl, []int64{int64(c), int64(20 + c)}, c)
+		if err != nil {
+			t.Fatalf("upsert commit %d: %v", c, err)
 		}
+		h.tbl = tbl
 	}
 	waitFor(t, "no equality delete file is live and both indexes cover the table", func() bool {
 		tbl, err := h.cat.LoadTable(ctx, h.tbl.Identifier())
@@ -72,62 +62,49 @@ func TestRunRewritesEqualityDeletes(t *testing.T) {
 	}
 }
 
-// TestRewriteGivesWayToANotifiedCommit: a rewrite that finds a commit
-// notified (the worker's wake-up pending) once it has planned writes and
-// commits nothing, up to maxGiveWays times in a row; the next one runs
-// whatever is pending, and so does a rewrite told not to give way (--once).
-func TestRewriteGivesWayToANotifiedCommit(t *testing.T) {
+// A rewrite runs beside the updates: while one is held before it plans, a
+// writer's commit is indexed all the same; released, the rewrite commits,
+// the index follows it, and both stay exact.
+func TestRewriteRunsBesideTheUpdates(t *testing.T) {
 	h := newHarness(t, 0, "pk")
+	h.cfg.Run.PollInterval = config.Duration(50 * time.Millisecond)
 	h.cfg.Run.RewriteDeletes.Enabled = true
-	d, err := New(h.cat, h.indexes, nil, h.cfg, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
+	held, release := make(chan struct{}, 1), make(chan struct{})
+	first := true
+	h.start(func(d *Daemon) {
+		d.beforeRewrite = func(*worker) {
+			if first {
+				first = false
+				held <- struct{}{}
+				<-release
+			}
+		}
+	})
 	ctx := context.Background()
-	w := d.workers[0]
-	head := func() int64 {
+	upsert := func(c int) {
+		t.Helper()
+		tbl, err := testtables.UpsertRetrying(h.cat, h.tbl, []int64{int64(c), int64(40 + c)}, c)
+		if err != nil {
+			t.Fatalf("upsert commit %d: %v", c, err)
+		}
+		h.tbl = tbl
+	}
+	upsert(1)
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no rewrite started after the index published the upsert")
+	}
+	upsert(2)
+	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID) // while the rewrite is held
+	close(release)
+	waitFor(t, "no equality delete file is live and the index covers the table", func() bool {
 		tbl, err := h.cat.LoadTable(ctx, h.tbl.Identifier())
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tbl.CurrentSnapshot().SnapshotID
-	}
-	upsert := func(c int) {
-		tbl, err := testtables.TryUpsert(h.tbl, []int64{int64(c)}, c)
-		if err != nil {
-			t.Fatal(err)
-		}
 		h.tbl = tbl
-		if _, err := d.align(ctx, w); err != nil {
-			t.Fatal(err)
-		}
-	}
-	upsert(1)
-	before := head()
-	for i := 1; i <= maxGiveWays; i++ {
-		w.poke()
-		if err := d.rewriteDeletes(ctx, w, true); err != nil {
-			t.Fatal(err)
-		}
-		if got := head(); got != before || w.gaveWay != i {
-			t.Fatalf("rewrite %d with a commit notified: table head %d (was %d), %d in a row gave way", i, got, before, w.gaveWay)
-		}
-	}
-	if err := d.rewriteDeletes(ctx, w, true); err != nil {
-		t.Fatal(err)
-	}
-	if head() == before || w.gaveWay != 0 {
-		t.Fatalf("the rewrite after %d that gave way did not commit (%d in a row)", maxGiveWays, w.gaveWay)
-	}
-	h.tbl, _ = h.cat.LoadTable(ctx, h.tbl.Identifier())
-	upsert(2)
-	before = head()
-	if err := d.rewriteDeletes(ctx, w, false); err != nil {
-		t.Fatal(err)
-	}
-	if head() == before {
-		t.Fatal("a rewrite told not to give way did not commit with a commit notified")
-	}
+		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == tbl.CurrentSnapshot().SnapshotID
+	})
 	h.verifyAll("pk")
 }

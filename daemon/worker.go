@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/rewrite"
 	"github.com/streamidx/streamidx/updater"
 )
 
@@ -33,14 +31,13 @@ type worker struct {
 	// waiting is set while an events-fed index waits for its change feed.
 	waiting atomic.Bool
 
-	// rewriteMu is shared by the workers of one table: one rewrite of its
-	// equality deletes at a time. noRewrite is set once a rewrite through
-	// this index was refused because the index stores no row locations.
-	rewriteMu *sync.Mutex
+	// rewrites is shared by the workers of one table (see rewrite.go).
+	// noRewrite is set once a rewrite through this index was refused
+	// because the index stores no row locations.
+	rewrites  *tableRewrites
 	noRewrite atomic.Bool
-	// gaveWay counts the rewrites in a row that gave way to a commit
-	// notification (see maxGiveWays).
-	gaveWay int
+	// indexed is the table snapshot the index covers after the last step.
+	indexed atomic.Int64
 
 	mu      sync.Mutex
 	haltErr error // why the worker stopped for good; nil while it runs
@@ -114,11 +111,8 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 				continue
 			}
 		}
-		// A rewrite that gave way is tried again after the alignment that
-		// follows, whether or not it published: the commit it gave way to
-		// may have been indexed already.
-		if err == nil && (published > 0 || w.gaveWay > 0) {
-			err = d.rewriteDeletes(ctx, w, true)
+		if err == nil && published > 0 {
+			d.requestRewrite(ctx, w)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -173,6 +167,7 @@ func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error
 		d.metrics.observe(w, st, err)
 		if st.Table != nil {
 			d.ledger.cover(w, st.Table, st.IndexedSnapshotID)
+			w.indexed.Store(st.IndexedSnapshotID)
 		}
 		if st.Published != nil {
 			published++
@@ -228,68 +223,4 @@ func (d *Daemon) halt(w *worker, err error) {
 	}
 	d.log.Error("index halted: retrying cannot fix this error; the other indexes keep running", attrs...)
 	d.ledger.settle(w.table)
-}
-
-// maxGiveWays bounds the rewrites in a row that give way to a commit
-// notification arriving while they plan: the one after runs whatever
-// arrives, so a table that commits faster than a rewrite plans still gets
-// its deletes rewritten.
-const maxGiveWays = 3
-
-// rewriteDeletes turns the equality deletes of w's table into deletion
-// vectors through w's index, when run.rewrite-deletes is on and the index
-// stores row locations. The rewrite brings the index up to the table first
-// and to the rewrite's snapshots after; the table's other indexes are woken
-// to follow. A rewrite that other writers kept conflicting with is logged
-// and tried again after the next update; other errors go the way of update
-// errors.
-//
-// With giveWay, a rewrite that a commit notification of the table arrived
-// during gives way once it is planned (at most maxGiveWays times in a row):
-// the worker indexes the commit first and plans the rewrite again.
-func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker, giveWay bool) error {
-	rc := d.cfg.Run.RewriteDeletes
-	if !rc.Enabled || w.noRewrite.Load() {
-		return nil
-	}
-	w.rewriteMu.Lock()
-	defer w.rewriteMu.Unlock()
-	res, err := rewrite.Run(ctx, d.tables, d.indexes, w.id, rewrite.Options{
-		Index: w.index, MinFiles: rc.MinFiles, Store: d.files, Logger: d.log,
-		Align: func(ctx context.Context, _ string) error {
-			_, err := d.align(ctx, w)
-			return err
-		},
-		// A commit notified while the rewrite planned is indexed first:
-		// the rewrite is planned again after that update.
-		GiveWay: func() bool { return giveWay && len(w.wake) > 0 && w.gaveWay < maxGiveWays },
-	})
-	if errors.Is(err, rewrite.ErrGaveWay) {
-		w.gaveWay++
-		d.log.Debug("equality delete rewrite gave way to a commit notification", "table", w.table, "index", w.index, "in_a_row", w.gaveWay)
-		return nil
-	}
-	w.gaveWay = 0
-	if res != nil {
-		d.metrics.observeRewrite(w, res)
-	}
-	switch {
-	case errors.Is(err, rewrite.ErrNoLocationIndex):
-		w.noRewrite.Store(true)
-		d.log.Info("index stores no row locations: it does not rewrite equality deletes", "table", w.table, "index", w.index)
-		return nil
-	case errors.Is(err, rewrite.ErrConflict), errors.Is(err, rewrite.ErrIndexLags):
-		d.log.Info("equality deletes not rewritten this time", "table", w.table, "index", w.index, "err", err)
-		return nil
-	case err != nil:
-		return fmt.Errorf("rewrite equality deletes: %w", err)
-	}
-	if res.CommittedSnapshotID != 0 {
-		for _, o := range d.byTable[w.table] {
-			if o != w {
-				o.poke()
-			}
-		}
-	}
-	return nil
 }

@@ -56,6 +56,10 @@ type DeltaStats struct {
 	// set of equality fields, however many equality delete files the
 	// delta adds (an updater that skips snapshots meets one per commit).
 	EqualityResolves int
+	// RewriteSnapshots counts the snapshots of streamidx rewrite-deletes
+	// that made up the whole delta, taken at their word: nothing read
+	// (see lineage.OnlyRewritesDeletes).
+	RewriteSnapshots int
 	// EqualityFromIndex counts the data files whose rows removed by added
 	// equality deletes were deleted as the index's entries say, without
 	// reading the file (see EqualityEntryResolver).
@@ -132,9 +136,20 @@ type DeltaOptions struct {
 // a batch per side; a row live in both with the same entry cancels out, and
 // where only positions changed, only those positions are read out. Mutations
 // come in file order, not cluster order; staging sorts them.
+//
+// A delta made only of snapshots that streamidx rewrite-deletes committed
+// (lineage.OnlyRewritesDeletes) is empty and reads nothing.
 func ComputeDelta(ctx context.Context, tbl *table.Table, old, snap *table.Snapshot, is *format.IndexSchema, opts DeltaOptions, sink Sink) (DeltaStats, error) {
 	if snap == nil {
 		return DeltaStats{}, errors.New("compute table delta: no snapshot given")
+	}
+	if lineage.OnlyRewritesDeletes(tbl, old, snap) {
+		// The rewrite changed no live row: its own deletion vectors hold
+		// exactly the rows its removed equality deletes deleted, which it
+		// read from the index of its base snapshot. Reading the data files
+		// again would only confirm it.
+		chain, _ := lineage.Since(tbl, snap, old.SnapshotID)
+		return DeltaStats{RewriteSnapshots: len(chain)}, nil
 	}
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator

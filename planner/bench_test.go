@@ -132,7 +132,9 @@ func BenchmarkLookup(b *testing.B) {
 			b.Fatal(err)
 		}
 		r := NewSnapshotReader(objstore.Local(), is, tr.Entries)
-		wanted := map[string]bool{dataFiles[0].FilePath(): true, dataFiles[len(dataFiles)-1].FilePath(): true}
+		// The data files' keys are spread over the whole key range: their
+		// bounds prune nothing.
+		wanted := map[string]*KeyBounds{dataFiles[0].FilePath(): r.KeyBoundsOf(dataFiles[0]), dataFiles[len(dataFiles)-1].FilePath(): r.KeyBoundsOf(dataFiles[len(dataFiles)-1])}
 		b.ResetTimer()
 		for range b.N {
 			live, err := r.LivePositions(ctx, wanted)

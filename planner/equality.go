@@ -442,17 +442,32 @@ func locationColumns(rec arrow.RecordBatch, at int, name string) (*array.String,
 	return files, pos, nil
 }
 
+// KeyBounds bounds the leading cluster value of the rows of one data file:
+// canonical values of the leading cluster field's type (see
+// DataFileKeyBounds).
+type KeyBounds struct{ Lower, Upper any }
+
 // LivePositions returns, for each data file location in files, the
 // positions of its rows live in the index's source snapshot (an empty
 // bitmap for a file with none). Entries are clustered by key, not by data
-// file, so this reads the _file and _pos columns of every range file once,
-// up to procs.Work() range files at a time, _file as a dictionary: each
-// distinct path of a row group is looked up once, not once an entry.
-func (r *SnapshotReader) LivePositions(ctx context.Context, files map[string]bool) (map[string]*roaring64.Bitmap, error) {
+// file, so this reads the _file and _pos columns of the range files, up to
+// procs.Work() range files at a time, _file as a dictionary: each distinct
+// path of a row group is looked up once, not once an entry. A file's
+// bounds (nil: unknown) let it skip the range files and row groups whose
+// leading cluster values cannot be those of its rows; a single file of
+// unknown bounds makes it read every entry.
+func (r *SnapshotReader) LivePositions(ctx context.Context, files map[string]*KeyBounds) (map[string]*roaring64.Bitmap, error) {
 	if !r.HasLocation() {
 		return nil, fmt.Errorf("live positions: %w", ErrCannotReconcile)
 	}
-	workers := min(procs.Work(), max(len(r.entries), 1))
+	within := r.keyIntervals(files)
+	entries := make([]*format.TrackingEntry, 0, len(r.entries))
+	for i := range r.entries {
+		if te := &r.entries[i]; within.mayHold(te.Stats[r.leading()]) {
+			entries = append(entries, te)
+		}
+	}
+	workers := min(procs.Work(), max(len(entries), 1))
 	parts := make([]map[string]*roaring64.Bitmap, workers)
 	for w := range parts {
 		parts[w] = make(map[string]*roaring64.Bitmap, len(files))
@@ -466,11 +481,11 @@ func (r *SnapshotReader) LivePositions(ctx context.Context, files map[string]boo
 		g.Go(func() error {
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(r.entries) {
+				if i >= len(entries) {
 					return nil
 				}
-				te := &r.entries[i]
-				if err := r.livePositionsOf(gctx, te, parts[w]); err != nil {
+				te := entries[i]
+				if err := r.livePositionsOf(gctx, te, within, parts[w]); err != nil {
 					return fmt.Errorf("live positions in range file %s: %w", te.FilePath, err)
 				}
 			}
@@ -488,15 +503,31 @@ func (r *SnapshotReader) LivePositions(ctx context.Context, files map[string]boo
 	return out, nil
 }
 
-func (r *SnapshotReader) livePositionsOf(ctx context.Context, te *format.TrackingEntry, out map[string]*roaring64.Bitmap) error {
+func (r *SnapshotReader) livePositionsOf(ctx context.Context, te *format.TrackingEntry, within keyIntervals, out map[string]*roaring64.Bitmap) error {
 	rf, err := r.store.OpenRange(ctx, te, r.is, format.RangeFileReadOptions{DictionaryFields: []int{r.fileField}})
 	if err != nil {
 		return err
 	}
 	defer rf.Close()
+	var groups []int // nil: all
+	if within != nil {
+		for g := range rf.NumRowGroups() {
+			if _, stats := rf.RowGroupStats(g); within.mayHold(stats[r.leading()]) {
+				groups = append(groups, g)
+			}
+		}
+		if len(groups) == 0 {
+			return nil
+		}
+	}
+	r.rowGroupsRead.Add(int64(len(groups)))
+	if groups == nil {
+		r.rowGroupsRead.Add(int64(rf.NumRowGroups()))
+	}
 	var bitmaps []*roaring64.Bitmap // by dictionary index: nil for a path not asked for
 	var dict arrow.Array            // the dictionary bitmaps was made for
-	return rf.Read(ctx, []int{r.fileField, r.posField}, nil, func(rec arrow.RecordBatch) error {
+	return rf.Read(ctx, []int{r.fileField, r.posField}, groups, func(rec arrow.RecordBatch) error {
+		r.rowsRead.Add(rec.NumRows())
 		pos, ok := rec.Column(1).(*array.Int64)
 		if !ok {
 			return format.MarkCorruption(te.FilePath, fmt.Errorf("_pos is %s", rec.Column(1).DataType()))
@@ -556,4 +587,63 @@ func (r *SnapshotReader) livePositionsOf(ctx context.Context, te *format.Trackin
 		}
 		return nil
 	})
+}
+
+// leading is the index field ID of the leading cluster field.
+func (r *SnapshotReader) leading() int { return r.is.ClusterFields()[0].ID }
+
+// keyIntervals are disjoint closed intervals of leading cluster values,
+// sorted, of type t; nil means every value.
+type keyIntervals []keyInterval
+
+type keyInterval struct {
+	t      iceberg.Type
+	lo, hi any
+}
+
+// keyIntervals merges the bounds of files into intervals: nil when a file's
+// bounds are unknown.
+func (r *SnapshotReader) keyIntervals(files map[string]*KeyBounds) keyIntervals {
+	t := r.is.ClusterFields()[0].Type
+	var out keyIntervals
+	for _, b := range files {
+		if b == nil || b.Lower == nil || b.Upper == nil || format.CheckValue(t, b.Lower) != nil || format.CheckValue(t, b.Upper) != nil {
+			return nil
+		}
+		out = append(out, keyInterval{t: t, lo: b.Lower, hi: b.Upper})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b keyInterval) int { return format.Compare(t, a.lo, b.lo) })
+	merged := out[:1]
+	for _, iv := range out[1:] {
+		last := &merged[len(merged)-1]
+		if format.Compare(t, iv.lo, last.hi) <= 0 {
+			if format.Compare(t, iv.hi, last.hi) > 0 {
+				last.hi = iv.hi
+			}
+			continue
+		}
+		merged = append(merged, iv)
+	}
+	return merged
+}
+
+// mayHold reports whether values whose statistics are st (nil or without
+// bounds: unknown) may fall in one of the intervals. Nulls never do: a data
+// file whose key column may hold nulls has no bounds (DataFileKeyBounds).
+func (ks keyIntervals) mayHold(st *format.FieldStats) bool {
+	if ks == nil || st == nil || st.LowerBound == nil || st.UpperBound == nil {
+		return true
+	}
+	t := ks[0].t
+	// The first interval that does not end before the statistics begin.
+	i, _ := slices.BinarySearchFunc(ks, st.LowerBound, func(iv keyInterval, lo any) int {
+		if format.Compare(t, iv.hi, lo) < 0 {
+			return -1
+		}
+		return 1
+	})
+	return i < len(ks) && format.Compare(t, ks[i].lo, st.UpperBound) <= 0
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/indexdef"
@@ -104,7 +105,10 @@ func TestSnapshotReaderResolvesThroughTheIndex(t *testing.T) {
 		t.Error("resolved id through an index whose leading cluster field is customer_id")
 	}
 
-	wanted := map[string]bool{files[0].FilePath(): true, "file:///not-a-file.parquet": true}
+	if b := r.KeyBoundsOf(files[0]); b != nil {
+		t.Errorf("key bounds %v of a data file through an index led by customer_id, which has nulls", b)
+	}
+	wanted := map[string]*KeyBounds{files[0].FilePath(): nil, "file:///not-a-file.parquet": nil}
 	live, err := r.LivePositions(ctx, wanted)
 	if err != nil {
 		t.Fatal(err)
@@ -118,5 +122,79 @@ func TestSnapshotReaderResolvesThroughTheIndex(t *testing.T) {
 	if !live[files[0].FilePath()].Equals(exp) || live[files[0].FilePath()].GetCardinality() != 147 || !live["file:///not-a-file.parquet"].IsEmpty() {
 		t.Errorf("live positions: %d of the first file (want 147), %d of an unknown file",
 			live[files[0].FilePath()].GetCardinality(), live["file:///not-a-file.parquet"].GetCardinality())
+	}
+}
+
+// The key bounds of the data files asked for narrow what LivePositions
+// reads to the range files and row groups that may hold their rows, and
+// the positions stay those a scan finds.
+func TestLivePositionsReadsWithinKeyBounds(t *testing.T) {
+	ctx := context.Background()
+	cat, _ := testtables.NewCatalog(t)
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl, first := testtables.Append(t, tbl, testtables.OrderRows(0, 150, 0)...)
+	tbl, second := testtables.Append(t, tbl, testtables.OrderRows(150, 300, 0)...)
+	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: second[0], Pos: []int64{0, 7, 149}})
+	snap := tbl.CurrentSnapshot()
+	def, err := indexdef.Parse([]byte(`{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), strings.TrimRight(tbl.Location(), "/")+"/indexes/pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	isnap := buildIndex(t, tbl, md, snap, buildSmall)
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, err := objstore.Local().ReadTracking(ctx, md, isnap, is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]*roaring64.Bitmap{first[0].FilePath(): roaring64.New(), second[0].FilePath(): roaring64.New()}
+	for _, rw := range scanTable(t, tbl, snap) {
+		if bm := want[rw["_file"].(string)]; bm != nil {
+			bm.Add(uint64(rw["_pos"].(int64)))
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		files  []iceberg.DataFile
+		bounds bool
+	}{
+		{"the second file, unbounded", second, false},
+		{"the second file, bounded", second, true},
+		{"both files, bounded", []iceberg.DataFile{first[0], second[0]}, true},
+	} {
+		r := NewSnapshotReader(nil, is, tr.Entries)
+		wanted := map[string]*KeyBounds{}
+		for _, df := range tc.files {
+			wanted[df.FilePath()] = nil
+			if tc.bounds {
+				b := r.KeyBoundsOf(df)
+				if b == nil {
+					t.Fatalf("%s: no key bounds for %s", tc.name, df.FilePath())
+				}
+				wanted[df.FilePath()] = b
+			}
+		}
+		live, err := r.LivePositions(ctx, wanted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, df := range tc.files {
+			if got := live[df.FilePath()]; !got.Equals(want[df.FilePath()]) {
+				t.Errorf("%s: %d live positions of %s, a scan finds %d", tc.name, got.GetCardinality(), df.FilePath(), want[df.FilePath()].GetCardinality())
+			}
+		}
+		t.Logf("%s: %d of the index's rows read", tc.name, r.RowsRead())
+		switch {
+		case tc.bounds && len(tc.files) == 1 && r.RowsRead() > 200:
+			t.Errorf("%s: read %d entries for a file of 150 rows among 297", tc.name, r.RowsRead())
+		case !(tc.bounds && len(tc.files) == 1) && r.RowsRead() != 297:
+			t.Errorf("%s: read %d entries; want all 297", tc.name, r.RowsRead())
+		}
 	}
 }

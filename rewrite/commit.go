@@ -11,6 +11,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/internal/tablescan"
 )
 
 // snapshotProperty marks the snapshots a rewrite commits: indexes fed by
@@ -21,6 +22,19 @@ const snapshotProperty = lineage.RewriteDeletesProperty
 // false when another writer's commit invalidated the plan: the files are
 // removed and the caller plans again.
 func (p *plan) execute(ctx context.Context, cat catalog.Catalog, id table.Identifier, res *Result, opts *Options, log *slog.Logger) (bool, error) {
+	if head := p.tbl.CurrentSnapshot(); head.SnapshotID != p.snap.SnapshotID {
+		// Planned on an ancestor of the head (Options.AtIndexed): the
+		// commits since must have left what the plan touches alone.
+		lf, err := readLive(ctx, p.tbl, p.fs, head)
+		if err != nil {
+			return false, err
+		}
+		if why := p.stillHolds(p.tbl, lf); why != "" {
+			// Planning again would plan on the same index snapshot.
+			return false, fmt.Errorf("index %s of %s: %w: it covers table snapshot %d and since then %s",
+				res.Index, res.Table, ErrIndexLags, p.snap.SnapshotID, why)
+		}
+	}
 	w, err := p.writeDeletes(ctx)
 	if err != nil {
 		return false, err
@@ -154,12 +168,13 @@ func (p *plan) stillHolds(tbl *table.Table, lf *liveFiles) string {
 	for _, d := range p.eqFiles {
 		removed[d.File.FilePath()] = true
 	}
+	schema := tbl.Schema()
 	for path, ref := range lf.data {
 		var pos []string
 		applies := false
 		for _, d := range lf.deletes.Applicable(ref.File, ref.Seq) {
 			if d.File.ContentType() == iceberg.EntryContentEqDeletes {
-				applies = applies || removed[d.File.FilePath()]
+				applies = applies || removed[d.File.FilePath()] && tablescan.EqualityMayDelete(schema, d.File, ref.File)
 			} else {
 				pos = append(pos, d.File.FilePath())
 			}

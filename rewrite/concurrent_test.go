@@ -3,12 +3,17 @@ package rewrite
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -118,75 +123,209 @@ func TestRewritePlansAgainAfterAConflictingDelete(t *testing.T) {
 	e.verifyIndex("pk")
 }
 
+// With AtIndexed, a rewrite plans on the table snapshot the index covers
+// when a writer has committed since: the writer's upsert touches nothing
+// the plan changes, so the rewrite commits on the writer's snapshot without
+// bringing the index up, and keeps the writer's equality delete.
+func TestRewriteAtIndexedPlansOnTheIndexedSnapshot(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	live, _ := start(t, e)
+	indexed := e.tbl.CurrentSnapshot().SnapshotID
+	upsert(t, e.reload(), []int64{5, 150}, 20)
+	live[5], live[150] = 20, 20
+	writer := e.reload().CurrentSnapshot().SnapshotID
+	if _, err := Run(ctx, e.cat, e.indexes, e.id, Options{}); !errors.Is(err, ErrIndexLags) {
+		t.Fatalf("rewrite without AtIndexed through the lagging index: %v; want ErrIndexLags", err)
+	}
+	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := e.reload()
+	if res.SnapshotID != indexed || res.CommittedSnapshotID == 0 || !lineageHas(tbl, writer) {
+		t.Fatalf("planned on %d (indexed %d), committed %d; the writer's snapshot %d must stay in the lineage",
+			res.SnapshotID, indexed, res.CommittedSnapshotID, writer)
+	}
+	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
+	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 1 {
+		t.Fatalf("%d equality delete files are live; want the writer's one", n)
+	}
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyIndex("pk")
+}
+
+// With AtIndexed, a writer's delete since the indexed snapshot in a data
+// file the plan writes a deletion vector for is refused as a lag before
+// anything is written; once the index has caught up, the rewrite commits.
+func TestRewriteAtIndexedRefusesWhatTheHeadContradicts(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	live, first := start(t, e)
+	testtables.AddDV(t, e.reload(), first, 199) // order 199 of the first append
+	delete(live, 199)
+	head := e.reload().CurrentSnapshot().SnapshotID
+	dvs := len(testtables.LiveFiles(t, e.tbl, iceberg.EntryContentPosDeletes))
+	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true})
+	if !errors.Is(err, ErrIndexLags) || !strings.Contains(err.Error(), "position deletes of data file") {
+		t.Fatalf("rewrite planned on a snapshot the head contradicts: %v; want ErrIndexLags naming the changed deletes", err)
+	}
+	if tbl := e.reload(); tbl.CurrentSnapshot().SnapshotID != head || res.DeleteFilesWritten != 0 {
+		t.Fatalf("the refused rewrite committed or wrote %d files", res.DeleteFilesWritten)
+	}
+	if got := len(testtables.LiveFiles(t, e.tbl, iceberg.EntryContentPosDeletes)); got != dvs {
+		t.Fatalf("%d position delete files live after the refused rewrite, %d before", got, dvs)
+	}
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true}); err != nil {
+		t.Fatalf("rewrite once the index caught up: %v", err)
+	}
+	tbl := e.reload()
+	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
+	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
+		t.Fatalf("%d equality delete files are live", n)
+	}
+}
+
+// lineageHas reports whether snapshot id is the head of tbl or an ancestor.
+func lineageHas(tbl *table.Table, id int64) bool {
+	return lineage.IsAncestor(tbl, tbl.CurrentSnapshot().SnapshotID, id)
+}
+
 // A writer commits upserts as fast as it can while rewrites run one after
 // another: afterwards the table's live rows are what the writer recorded.
+// The rewrites either bring the index up themselves (Align) or, as in the
+// daemon, plan on what the index covers (AtIndexed) while another
+// goroutine keeps the index up to the table.
 func TestRewriteWhileWriterUpserts(t *testing.T) {
-	ctx := context.Background()
 	for _, version := range []int{2, 3} {
-		e := newEnv(t, version)
-		live, _ := start(t, e)
-		writer := make(chan error, 1)
-		go func() {
-			r := rand.New(rand.NewPCG(3, 4))
-			tbl := e.tbl
-			for c := 100; c < 130; c++ {
-				ids := []int64{r.Int64N(200), r.Int64N(200) + 200}
-				var err error
-				for {
-					var next *table.Table
-					if next, err = testtables.TryUpsert(tbl, ids, c); err == nil {
-						tbl = next
-						break
-					}
-					if !errors.Is(err, table.ErrCommitFailed) {
-						break
-					}
-					if tbl, err = e.cat.LoadTable(ctx, e.id); err != nil {
-						break
-					}
+		for _, atIndexed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("v%d/at-indexed=%v", version, atIndexed), func(t *testing.T) {
+				rewriteWhileWriterUpserts(t, version, atIndexed)
+			})
+		}
+	}
+}
+
+func rewriteWhileWriterUpserts(t *testing.T, version int, atIndexed bool) {
+	ctx := context.Background()
+	e := newEnv(t, version)
+	live, _ := start(t, e)
+	writer := make(chan error, 1)
+	var committed atomic.Bool // a rewrite committed while the writer ran
+	go func() {
+		r := rand.New(rand.NewPCG(3, 4))
+		tbl := e.tbl
+		// 30 commits, then, when no rewrite has committed among them (each
+		// met a commit), a wait for one and a last commit after it: a
+		// rewrite that never committed proves nothing.
+		for c := 100; c <= 130; c++ {
+			if c == 130 {
+				for deadline := time.Now().Add(2 * time.Minute); !committed.Load() && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
 				}
-				if err != nil {
-					writer <- err
+			}
+			ids := []int64{r.Int64N(200), r.Int64N(200) + 200}
+			var err error
+			if tbl, err = testtables.UpsertRetrying(e.cat, tbl, ids, c); err != nil {
+				writer <- err
+				return
+			}
+			for _, id := range ids {
+				live[id] = c
+			}
+			time.Sleep(15 * time.Millisecond) // room for rewrites between commits
+		}
+		writer <- nil
+	}()
+	opts := Options{Align: e.alignFunc}
+	stopAligner, aligner := make(chan struct{}), make(chan error, 1)
+	if atIndexed {
+		opts = Options{AtIndexed: true}
+		go func() {
+			for {
+				select {
+				case <-stopAligner:
+					aligner <- nil
+					return
+				default:
+				}
+				if _, err := e.align(ctx, "pk"); err != nil && !errors.Is(err, table.ErrCommitFailed) {
+					aligner <- err
 					return
 				}
-				for _, id := range ids {
-					live[id] = c
-				}
 			}
-			writer <- nil
 		}()
-		rewrites := 0
-		var writerErr error
-	loop:
-		for {
-			select {
-			case writerErr = <-writer:
-				break loop
-			default:
-			}
-			res, err := Run(ctx, e.cat, e.indexes, e.id, Options{Align: e.alignFunc})
-			switch {
-			case err == nil && res.CommittedSnapshotID != 0:
-				rewrites++
-			case err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrIndexLags):
-				<-writer
-				t.Fatalf("v%d: rewrite while the writer upserts: %v", version, err)
-			}
-		}
-		if writerErr != nil {
-			t.Fatalf("v%d: writer: %v", version, writerErr)
-		}
-		if _, err := Run(ctx, e.cat, e.indexes, e.id, Options{Align: e.alignFunc}); err != nil {
-			t.Fatalf("v%d: final rewrite: %v", version, err)
-		}
-		if rewrites == 0 {
-			t.Fatalf("v%d: no rewrite committed while the writer ran", version)
-		}
-		tbl := e.reload()
-		sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
-		if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
-			t.Fatalf("v%d: %d equality delete files are live after the final rewrite", version, n)
-		}
-		e.verifyIndex("pk")
+	} else {
+		aligner <- nil
 	}
+	rewrites, behind := 0, 0 // behind: planned on an older snapshot than the one committed on
+	var writerErr error
+loop:
+	for {
+		select {
+		case writerErr = <-writer:
+			break loop
+		default:
+		}
+		res, err := Run(ctx, e.cat, e.indexes, e.id, opts)
+		switch {
+		case err == nil && res.CommittedSnapshotID != 0:
+			rewrites++
+			committed.Store(true)
+			if tbl := e.reload(); !plannedOnParent(tbl, res) {
+				behind++
+			}
+		case err != nil && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrIndexLags):
+			<-writer
+			t.Fatalf("rewrite while the writer upserts: %v", err)
+		}
+	}
+	close(stopAligner)
+	if err := <-aligner; err != nil {
+		t.Fatalf("index updates beside the rewrites: %v", err)
+	}
+	if writerErr != nil {
+		t.Fatalf("writer: %v", writerErr)
+	}
+	if _, err := Run(ctx, e.cat, e.indexes, e.id, Options{Align: e.alignFunc}); err != nil {
+		t.Fatalf("final rewrite: %v", err)
+	}
+	// A final rewrite with nothing left to do does not align the index.
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	if rewrites == 0 {
+		t.Fatal("no rewrite committed while the writer ran")
+	}
+	t.Logf("%d rewrites committed while the writer ran, %d of them on a newer snapshot than planned on", rewrites, behind)
+	tbl := e.reload()
+	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
+	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
+		t.Fatalf("%d equality delete files are live after the final rewrite", n)
+	}
+	e.verifyIndex("pk")
+}
+
+// plannedOnParent reports whether the rewrite res committed directly on
+// the snapshot it planned on (its one or two snapshots descend from it with
+// no other writer's in between).
+func plannedOnParent(tbl *table.Table, res *Result) bool {
+	s := tbl.SnapshotByID(res.CommittedSnapshotID)
+	for range 2 {
+		if s == nil || s.ParentSnapshotID == nil {
+			return false
+		}
+		if *s.ParentSnapshotID == res.SnapshotID {
+			return true
+		}
+		if s = tbl.SnapshotByID(*s.ParentSnapshotID); s == nil || s.Summary == nil || s.Summary.Properties[snapshotProperty] != "true" {
+			return false
+		}
+	}
+	return false
 }

@@ -35,6 +35,8 @@ type plan struct {
 	// touched counts, per equality delete file, the targets it applies to
 	// that get new position deletes.
 	touched map[string]int
+	// entriesRead counts the index entries read to find the live positions.
+	entriesRead int64
 }
 
 // target is a data file that some equality delete applies to.
@@ -133,11 +135,17 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 	}
 	p := &plan{tbl: tbl, snap: snap, fs: fs, eqFiles: eqFiles, targets: map[string]*target{}, touched: map[string]int{}}
 	applies := map[string][]string{} // data file -> equality delete files that apply
+	schema := tbl.Schema()
 	for path, ref := range lf.data {
 		var eqs, pos []string
 		for _, d := range lf.deletes.Applicable(ref.File, ref.Seq) {
 			if d.File.ContentType() == iceberg.EntryContentEqDeletes {
-				eqs = append(eqs, d.File.FilePath())
+				// A delete whose keys the data file's cannot be deletes
+				// nothing there (a tail upsert's delete and the older data
+				// files of other key ranges): the file is no target.
+				if tablescan.EqualityMayDelete(schema, d.File, ref.File) {
+					eqs = append(eqs, d.File.FilePath())
+				}
 			} else {
 				pos = append(pos, d.File.FilePath())
 			}
@@ -149,14 +157,17 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 		p.targets[path] = &target{file: ref.File, seq: ref.Seq, posDeletes: pos}
 		applies[path] = eqs
 	}
-	wanted := make(map[string]bool, len(p.targets))
-	for path := range p.targets {
-		wanted[path] = true
+	// Each target's key bounds narrow the entries read to the range files
+	// and row groups that may hold its rows.
+	wanted := make(map[string]*planner.KeyBounds, len(p.targets))
+	for path, t := range p.targets {
+		wanted[path] = reader.KeyBoundsOf(t.file)
 	}
 	live, err := reader.LivePositions(ctx, wanted)
 	if err != nil {
 		return nil, err
 	}
+	p.entriesRead = reader.RowsRead()
 	opts := tablescan.Options{FormatVersion: tbl.Metadata().Version(), NameMapping: tbl.NameMapping()}
 	posFiles := positionFiles{}
 	for path, t := range p.targets {
@@ -283,6 +294,7 @@ func (p *plan) report(res *Result) {
 	}
 	res.DataFiles = res.DataFiles[:0]
 	res.PositionsAdded = 0
+	res.IndexEntriesRead = p.entriesRead
 	for _, t := range p.written() {
 		res.DataFiles = append(res.DataFiles, DataFile{Path: t.file.FilePath(), PositionsAdded: t.added, Deleted: int64(t.deleted.GetCardinality())})
 		res.PositionsAdded += t.added

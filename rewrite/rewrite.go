@@ -32,10 +32,6 @@ var ErrNoLocationIndex = errors.New("no index with _file and _pos")
 // every file the rewrite wrote was removed.
 var ErrConflict = errors.New("the table kept changing under the rewrite")
 
-// ErrGaveWay is returned when Options.GiveWay asked the rewrite to stop
-// after planning: nothing was written or committed.
-var ErrGaveWay = errors.New("the rewrite gave way")
-
 // Options tune Run.
 type Options struct {
 	// Index names the index to resolve through; it must store _file and
@@ -55,12 +51,14 @@ type Options struct {
 	// commit so the index covers the rewrite. Default: nil, a lagging
 	// index is refused with ErrIndexLags.
 	Align func(ctx context.Context, index string) error
-	// GiveWay, when set, is asked once a plan is made and before anything
-	// is written: true stops the rewrite with ErrGaveWay, nothing written
-	// or committed. The daemon gives way to a commit notification that
-	// arrived while the rewrite planned, so the index's next update does
-	// not wait for the rewrite. Default: nil.
-	GiveWay func() bool
+	// AtIndexed plans on the table snapshot the index's current snapshot
+	// describes when the table has moved on from it (that snapshot must be
+	// an ancestor of the table's head), instead of bringing the index up
+	// first: the rewrite then needs nothing from the updater and runs
+	// beside it, as the daemon's do. Before writing, the plan is checked
+	// against the head the way it is after another writer's commit (see
+	// the package documentation). Default: false.
+	AtIndexed bool
 	// Store reads the index's files. Default: local files.
 	Store *objstore.Store
 	// Logger. Default: discard.
@@ -112,6 +110,11 @@ type Result struct {
 	DeleteFilesWritten   int   `json:"delete-files-written"`
 	BytesWritten         int64 `json:"bytes-written"`
 	PositionsAdded       int64 `json:"positions-added"`
+	// IndexEntriesRead counts the index entries read to find the live
+	// positions of the data files that get new position deletes: the whole
+	// index, or when the index is clustered by a column whose bounds the
+	// data files record, the part their bounds cover.
+	IndexEntriesRead int64 `json:"index-entries-read"`
 	// Attempts counts plans made; Conflicts the commits that met another
 	// writer's commit (each followed by a check of the plan against it).
 	Attempts  int `json:"attempts"`
@@ -166,9 +169,6 @@ func Run(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog,
 		if opts.DryRun {
 			return res, nil
 		}
-		if opts.GiveWay != nil && opts.GiveWay() {
-			return res, ErrGaveWay
-		}
 		done, err := p.execute(ctx, cat, id, res, &opts, log)
 		if err != nil {
 			return res, err
@@ -184,14 +184,15 @@ func Run(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog,
 		}
 		log.Info("equality deletes rewritten", "index", res.Index, "snapshot", res.CommittedSnapshotID,
 			"equality_files_removed", res.EqualityFilesRemoved, "positions", res.PositionsAdded,
-			"files_written", res.DeleteFilesWritten, "bytes", res.BytesWritten, "attempts", res.Attempts)
+			"files_written", res.DeleteFilesWritten, "bytes", res.BytesWritten, "index_entries_read", res.IndexEntriesRead, "attempts", res.Attempts)
 		return res, nil
 	}
 	return res, fmt.Errorf("rewrite equality deletes of %s: %w (%d attempts)", res.Table, ErrConflict, res.Attempts)
 }
 
 // prepare loads the table, picks the index, makes sure it describes the
-// table's current snapshot and plans on it; nil when there is nothing to do
+// table snapshot to plan on (the current one, or with Options.AtIndexed an
+// ancestor of it) and plans on it; nil when there is nothing to do
 // (res.Skipped says why).
 func prepare(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Catalog, id table.Identifier, opts *Options, res *Result) (*plan, error) {
 	aligned := false
@@ -203,10 +204,24 @@ func prepare(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Cata
 		if v := tbl.Metadata().Version(); v < 2 {
 			return nil, fmt.Errorf("table %s has format version %d: only v2 and v3 tables have delete files", res.Table, v)
 		}
-		snap := tbl.CurrentSnapshot()
-		if snap == nil {
+		head := tbl.CurrentSnapshot()
+		if head == nil {
 			res.Skipped = "the table has no snapshot"
 			return nil, nil
+		}
+		var (
+			name string
+			md   *format.Metadata
+		)
+		snap := head
+		if opts.AtIndexed {
+			if name, md, err = pickIndex(ctx, indexes, id, tbl, opts.Index); err != nil {
+				return nil, err
+			}
+			if cur := md.CurrentSnapshot(); cur != nil && cur.SourceTableSnapshotID != head.SnapshotID &&
+				lineage.IsAncestor(tbl, head.SnapshotID, cur.SourceTableSnapshotID) {
+				snap = tbl.SnapshotByID(cur.SourceTableSnapshotID)
+			}
 		}
 		eqFiles, err := equalityFiles(ctx, tbl, snap)
 		if err != nil {
@@ -220,9 +235,10 @@ func prepare(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Cata
 			}
 			return nil, nil
 		}
-		name, md, err := pickIndex(ctx, indexes, id, tbl, opts.Index)
-		if err != nil {
-			return nil, err
+		if md == nil {
+			if name, md, err = pickIndex(ctx, indexes, id, tbl, opts.Index); err != nil {
+				return nil, err
+			}
 		}
 		res.Index = name
 		cur := md.CurrentSnapshot()

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
@@ -245,23 +246,88 @@ func TestRewriteDryRun(t *testing.T) {
 	}
 }
 
-// TestRewriteGivesWay: a rewrite told to give way after planning writes
-// and commits nothing; asked again without, it commits.
-func TestRewriteGivesWay(t *testing.T) {
+// An index follows a rewrite's snapshots without reading the table: the
+// delta over them is empty and reads no file. A snapshot that carries the
+// rewrite's property but appends rows is read as any other.
+func TestDeltaTakesRewriteSnapshotsAtTheirWord(t *testing.T) {
 	ctx := context.Background()
-	e, head := alignedHistory(t)
-	asked := 0
-	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{GiveWay: func() bool { asked++; return true }})
-	if !errors.Is(err, ErrGaveWay) || asked != 1 {
-		t.Fatalf("rewrite that gives way: %v, asked %d times", err, asked)
+	e := newEnv(t, 3)
+	start(t, e)
+	before := e.reload().CurrentSnapshot()
+	if _, err := Run(ctx, e.cat, e.indexes, e.id, Options{}); err != nil {
+		t.Fatal(err)
 	}
-	if e.reload().CurrentSnapshot().SnapshotID != head || res.CommittedSnapshotID != 0 || res.DeleteFilesWritten != 0 {
-		t.Fatalf("the rewrite that gave way changed the table or wrote %d files", res.DeleteFilesWritten)
+	tbl := e.reload()
+	md, _, err := e.indexes.Load(ctx, e.id, "pk")
+	if err != nil {
+		t.Fatal(err)
 	}
-	res, err = Run(ctx, e.cat, e.indexes, e.id, Options{GiveWay: func() bool { return false }})
-	if err != nil || res.CommittedSnapshotID == 0 {
-		t.Fatalf("rewrite that need not give way: %v, committed %d", err, res.CommittedSnapshotID)
+	is, err := format.NewIndexSchema(md, tbl.Schema())
+	if err != nil {
+		t.Fatal(err)
 	}
+	delta := func(old, snap *table.Snapshot) (ingest.DeltaStats, int) {
+		t.Helper()
+		mutations := 0
+		st, err := ingest.ComputeDelta(ctx, tbl, old, snap, is, ingest.DeltaOptions{}, func(format.Key, int) error {
+			mutations++
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, mutations
+	}
+	st, n := delta(before, tbl.CurrentSnapshot())
+	if st.RewriteSnapshots != 2 || st.FilesScanned != 0 || st.EqualityKeyReads != 0 || n != 0 {
+		t.Fatalf("delta over the rewrite: %d rewrite snapshots, %d files scanned, %d key reads, %d mutations; want 2 and nothing read",
+			st.RewriteSnapshots, st.FilesScanned, st.EqualityKeyReads, n)
+	}
+	head := tbl.CurrentSnapshot()
+	tbl, _ = testtables.AppendWithProperties(t, tbl, iceberg.Properties{snapshotProperty: "true"}, testtables.OrderRows(500, 510, 0)...)
+	if st, n = delta(head, tbl.CurrentSnapshot()); st.RewriteSnapshots != 0 || n != 10 {
+		t.Fatalf("delta over an append marked as a rewrite: %d rewrite snapshots, %d mutations; want 0 and the 10 rows", st.RewriteSnapshots, n)
+	}
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyIndex("pk")
+}
+
+// An equality delete whose keys lie outside a data file's key range
+// deletes nothing there: the rewrite leaves that file alone and reads only
+// the part of the index that holds the files it touches.
+func TestRewriteSkipsDataFilesOutsideTheDeletesKeys(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	tbl, low := testtables.Append(t, e.tbl, testtables.OrderRows(0, 200, 0)...)
+	tbl, high := testtables.Append(t, tbl, testtables.OrderRows(200, 400, 0)...)
+	e.tbl = upsert(t, tbl, []int64{250, 260, 399}, 1)
+	want := scanRows(t, e.tbl)
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.DataFiles) != 1 || res.DataFiles[0].Path != high[0].FilePath() || res.PositionsAdded != 3 {
+		t.Fatalf("rewrite touched %v (%d positions); want only %s, 3 positions", res.DataFiles, res.PositionsAdded, high[0].FilePath())
+	}
+	if testtables.LiveDV(t, e.reload(), low[0].FilePath()) != nil {
+		t.Fatalf("the data file of keys 0-199 got a deletion vector")
+	}
+	// 403 entries in all (400 rows and the 3 new versions); the high
+	// file's 197 live rows and what shares their range files and row
+	// groups, not the whole index.
+	if res.IndexEntriesRead >= 300 {
+		t.Fatalf("read %d index entries to find the live rows of one data file of 200", res.IndexEntriesRead)
+	}
+	sameRows(t, "scan after the rewrite", want, scanRows(t, e.reload()))
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyIndex("pk")
 }
 
 func TestRewriteRefusesLaggingIndex(t *testing.T) {

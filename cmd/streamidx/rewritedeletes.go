@@ -102,6 +102,7 @@ func printRewrite(w io.Writer, res *rewrite.Result) {
 	for _, f := range res.DataFiles {
 		fmt.Fprintf(w, "%s\t%d\t%d\n", f.Path, f.PositionsAdded, f.Deleted)
 	}
+	fmt.Fprintf(w, "%d index entries read to find the live positions\n", res.IndexEntriesRead)
 	if res.DryRun {
 		fmt.Fprintf(w, "%d positions in %d data files (dry run: nothing written)\n", res.PositionsAdded, len(res.DataFiles))
 		return

@@ -117,3 +117,49 @@ func KeepsLiveRows(s *table.Snapshot) bool {
 	}
 	return s.Summary.Operation == table.OpReplace || s.Summary.Properties[RewriteDeletesProperty] == "true"
 }
+
+// OnlyRewritesDeletes reports whether every snapshot after base up to head
+// is one that streamidx rewrite-deletes committed (RewriteDeletesProperty)
+// and, by its summary, adds and removes no data file and no record: such a
+// snapshot turns equality deletes into position deletes of exactly the rows
+// they deleted already (the rewrite's invariant), so the live rows of head
+// are those of base, at the same places. A snapshot that carries the
+// property but changes data files, or whose summary lacks the totals to
+// tell, does not count.
+func OnlyRewritesDeletes(tbl *table.Table, base, head *table.Snapshot) bool {
+	if base == nil || head == nil {
+		return false
+	}
+	chain, ok := Since(tbl, head, base.SnapshotID)
+	if !ok || len(chain) == 0 {
+		return false
+	}
+	parent := base
+	for _, s := range chain {
+		if !rewritesDeletesOnly(parent, s) {
+			return false
+		}
+		parent = s
+	}
+	return true
+}
+
+// rewritesDeletesOnly is OnlyRewritesDeletes for one snapshot s and its
+// parent.
+func rewritesDeletesOnly(parent, s *table.Snapshot) bool {
+	if s.Summary == nil || parent.Summary == nil || s.Summary.Properties[RewriteDeletesProperty] != "true" {
+		return false
+	}
+	props := s.Summary.Properties
+	for _, k := range []string{"added-data-files", "deleted-data-files", "added-records", "deleted-records"} {
+		if v, ok := props[k]; ok && v != "0" {
+			return false
+		}
+	}
+	for _, k := range []string{"total-data-files", "total-records"} {
+		if v, ok := props[k]; !ok || v != parent.Summary.Properties[k] {
+			return false
+		}
+	}
+	return true
+}

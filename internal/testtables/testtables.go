@@ -137,9 +137,15 @@ func Record(t testing.TB, schema *iceberg.Schema, rows ...[]any) arrow.RecordBat
 // file whose row i is rows[i].
 func Append(t testing.TB, tbl *table.Table, rows ...[]any) (*table.Table, []iceberg.DataFile) {
 	t.Helper()
+	return AppendWithProperties(t, tbl, nil, rows...)
+}
+
+// AppendWithProperties is Append with snapshot summary properties.
+func AppendWithProperties(t testing.TB, tbl *table.Table, props iceberg.Properties, rows ...[]any) (*table.Table, []iceberg.DataFile) {
+	t.Helper()
 	files := writeDataFiles(t, tbl, rows)
 	tx := tbl.NewTransaction()
-	if err := tx.NewRowDelta(nil).AddRows(files...).Commit(context.Background()); err != nil {
+	if err := tx.NewRowDelta(props).AddRows(files...).Commit(context.Background()); err != nil {
 		t.Fatalf("stage append: %v", err)
 	}
 	return commit(t, tx, "append"), files

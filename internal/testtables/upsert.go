@@ -2,12 +2,14 @@ package testtables
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
@@ -54,6 +56,29 @@ func TryUpsert(tbl *table.Table, ids []int64, version int) (*table.Table, error)
 		return nil, fmt.Errorf("stage upsert: %w", err)
 	}
 	return tx.Commit(ctx)
+}
+
+// UpsertRetrying commits the upsert of TryUpsert on tbl and, when another
+// writer moved the table's head first (the catalog says so with
+// table.ErrCommitFailed, iceberg-go with a failed requirement), again on
+// the table as cat loads it, as a CDC writer beside the daemon does.
+func UpsertRetrying(cat catalog.Catalog, tbl *table.Table, ids []int64, version int) (*table.Table, error) {
+	for {
+		next, err := TryUpsert(tbl, ids, version)
+		if err == nil {
+			return next, nil
+		}
+		fresh, lerr := cat.LoadTable(context.Background(), tbl.Identifier())
+		if lerr != nil {
+			return nil, fmt.Errorf("%w (and loading the table again: %v)", err, lerr)
+		}
+		moved := fresh.CurrentSnapshot() != nil &&
+			(tbl.CurrentSnapshot() == nil || fresh.CurrentSnapshot().SnapshotID != tbl.CurrentSnapshot().SnapshotID)
+		if !moved && !errors.Is(err, table.ErrCommitFailed) {
+			return nil, err
+		}
+		tbl = fresh
+	}
 }
 
 // TryRecord builds a batch of schema from rows of canonical Go values, as
