@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/streamidx/streamidx/rewrite"
 	"github.com/streamidx/streamidx/updater"
@@ -67,12 +66,7 @@ func (d *Daemon) rewriteLoop(ctx context.Context, w *worker) {
 			d.log.Error("equality deletes not rewritten", "table", w.table, "index", w.index, "err", err)
 		case err != nil && !w.isHalted():
 			failures++
-			delay := retryDelay(failures)
-			d.log.Warn("equality delete rewrite failed; retrying", "table", w.table, "index", w.index, "attempt", failures,
-				"retry_in", delay.Round(time.Millisecond), "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(delay):
+			if d.backOff(ctx, w, "equality delete rewrite failed; retrying", failures, err) {
 				continue
 			}
 		}

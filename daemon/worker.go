@@ -79,6 +79,19 @@ func retryDelay(n int) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
+// backOff logs failure n in a row of w's work (msg, err) and waits the
+// retry delay before attempt n+1; false when ctx ended first.
+func (d *Daemon) backOff(ctx context.Context, w *worker, msg string, n int, err error) bool {
+	delay := retryDelay(n)
+	d.log.Warn(msg, "table", w.table, "index", w.index, "attempt", n, "retry_in", delay.Round(time.Millisecond), "err", err)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(delay):
+		return true
+	}
+}
+
 // startWarm runs the daemon's WarmFunc for w apart from its updates, or
 // marks w warmed when there is none.
 func (d *Daemon) startWarm(ctx context.Context, w *worker) {
@@ -122,13 +135,8 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			return
 		case err != nil:
 			failures++
-			delay := retryDelay(failures)
-			d.log.Warn("index update failed; retrying", "table", w.table, "index", w.index, "attempt", failures,
-				"retry_in", delay.Round(time.Millisecond), "err", err)
-			select {
-			case <-ctx.Done():
+			if !d.backOff(ctx, w, "index update failed; retrying", failures, err) {
 				return
-			case <-time.After(delay):
 			}
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/indexdef"
@@ -43,24 +44,7 @@ func TestSnapshotReaderResolvesThroughTheIndex(t *testing.T) {
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(150, 300, 0)...)
 	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{3, 10, 17}})
 	snap := tbl.CurrentSnapshot()
-
-	def, err := indexdef.Parse([]byte(`{"name":"by_cust","identity":["customer_id","id"],"materialized":["_file","_pos"],"cluster":["customer_id","id"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), strings.TrimRight(tbl.Location(), "/")+"/indexes/by_cust")
-	if err != nil {
-		t.Fatal(err)
-	}
-	isnap := buildIndex(t, tbl, md, snap, buildSmall)
-	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, _, err := objstore.Local().ReadTracking(ctx, md, isnap, is)
-	if err != nil {
-		t.Fatal(err)
-	}
+	is, tr := builtIndex(t, tbl, snap, `{"name":"by_cust","identity":["customer_id","id"],"materialized":["_file","_pos"],"cluster":["customer_id","id"]}`)
 	if len(tr.Entries) < 5 {
 		t.Fatalf("want many range files, got %d", len(tr.Entries))
 	}
@@ -136,23 +120,7 @@ func TestLivePositionsReadsWithinKeyBounds(t *testing.T) {
 	tbl, second := testtables.Append(t, tbl, testtables.OrderRows(150, 300, 0)...)
 	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: second[0], Pos: []int64{0, 7, 149}})
 	snap := tbl.CurrentSnapshot()
-	def, err := indexdef.Parse([]byte(`{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), strings.TrimRight(tbl.Location(), "/")+"/indexes/pk")
-	if err != nil {
-		t.Fatal(err)
-	}
-	isnap := buildIndex(t, tbl, md, snap, buildSmall)
-	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr, _, err := objstore.Local().ReadTracking(ctx, md, isnap, is)
-	if err != nil {
-		t.Fatal(err)
-	}
+	is, tr := builtIndex(t, tbl, snap, `{"name":"pk","identity":["id"],"materialized":["_file","_pos"],"cluster":["id"]}`)
 	want := map[string]*roaring64.Bitmap{first[0].FilePath(): roaring64.New(), second[0].FilePath(): roaring64.New()}
 	for _, rw := range scanTable(t, tbl, snap) {
 		if bm := want[rw["_file"].(string)]; bm != nil {
@@ -197,4 +165,28 @@ func TestLivePositionsReadsWithinKeyBounds(t *testing.T) {
 			t.Errorf("%s: read %d entries; want all 297", tc.name, r.RowsRead())
 		}
 	}
+}
+
+// builtIndex builds the index a friendly definition describes on snap, in
+// the small test layout, and returns its schema and tracking file.
+func builtIndex(t *testing.T, tbl *table.Table, snap *table.Snapshot, definition string) (*format.IndexSchema, *objstore.Tracking) {
+	t.Helper()
+	def, err := indexdef.Parse([]byte(definition))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := def.Resolve(tbl.Schema(), tbl.Metadata().TableUUID().String(), strings.TrimRight(tbl.Location(), "/")+"/indexes/"+def.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	isnap := buildIndex(t, tbl, md, snap, buildSmall)
+	is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, snap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _, err := objstore.Local().ReadTracking(context.Background(), md, isnap, is)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return is, tr
 }

@@ -317,9 +317,9 @@ func TestRewriteSkipsDataFilesOutsideTheDeletesKeys(t *testing.T) {
 	if testtables.LiveDV(t, e.reload(), low[0].FilePath()) != nil {
 		t.Fatalf("the data file of keys 0-199 got a deletion vector")
 	}
-	// 403 entries in all (400 rows and the 3 new versions); the high
-	// file's 197 live rows and what shares their range files and row
-	// groups, not the whole index.
+	// 400 entries in all (the upserted orders' new versions replace the
+	// old); the high file's 197 live rows and what shares their range
+	// files and row groups are read, not the whole index.
 	if res.IndexEntriesRead >= 300 {
 		t.Fatalf("read %d index entries to find the live rows of one data file of 200", res.IndexEntriesRead)
 	}
