@@ -98,14 +98,14 @@ func TestRewriteDeletesCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(c.ok("rewrite-deletes", "--table", "test.orders", "--dry-run", "--json")), &dry); err != nil {
 		t.Fatal(err)
 	}
-	if !dry.DryRun || dry.CommittedSnapshotID != 0 || len(dry.EqualityFiles) != eqFiles || dry.PositionsAdded == 0 || len(dry.DataFiles) == 0 {
+	if !dry.DryRun || dry.CommittedSnapshotID != 0 || len(dry.EqualityFiles) != eqFiles || dry.PositionsAdded == 0 || len(dry.DataFiles) == 0 || dry.IndexEntriesRead == 0 {
 		t.Fatalf("dry run: %+v", dry)
 	}
 	if n := len(testtables.LiveFiles(t, reload(t, cat, tbl), iceberg.EntryContentEqDeletes)); n != eqFiles {
 		t.Fatalf("the dry run changed the table: %d equality delete files, was %d", n, eqFiles)
 	}
 	text := c.ok("rewrite-deletes", "--table", "test.orders", "--dry-run")
-	for _, want := range []string{"would rewrite", "rows resolved", "positions added", files[0].FilePath()} {
+	for _, want := range []string{"would rewrite", "rows resolved", "positions added", "index entries read", files[0].FilePath()} {
 		if !strings.Contains(text, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, text)
 		}
