@@ -97,10 +97,10 @@ func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker, beside bool) err
 		return nil
 	}
 	opts := rewrite.Options{Index: w.index, MinFiles: rc.MinFiles, Store: d.files, Logger: d.log, AtIndexed: beside}
-	if beside && d.beforeRewrite != nil {
+	switch {
+	case beside && d.beforeRewrite != nil:
 		d.beforeRewrite(w)
-	}
-	if !beside {
+	case !beside:
 		opts.Align = func(ctx context.Context, _ string) error {
 			_, err := d.align(ctx, w)
 			return err

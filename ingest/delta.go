@@ -143,13 +143,12 @@ func ComputeDelta(ctx context.Context, tbl *table.Table, old, snap *table.Snapsh
 	if snap == nil {
 		return DeltaStats{}, errors.New("compute table delta: no snapshot given")
 	}
-	if lineage.OnlyRewritesDeletes(tbl, old, snap) {
+	if n := lineage.OnlyRewritesDeletes(tbl, old, snap); n > 0 {
 		// The rewrite changed no live row: its own deletion vectors hold
 		// exactly the rows its removed equality deletes deleted, which it
 		// read from the index of its base snapshot. Reading the data files
 		// again would only confirm it.
-		chain, _ := lineage.Since(tbl, snap, old.SnapshotID)
-		return DeltaStats{RewriteSnapshots: len(chain)}, nil
+		return DeltaStats{RewriteSnapshots: n}, nil
 	}
 	if opts.Allocator == nil {
 		opts.Allocator = memory.DefaultAllocator

@@ -520,10 +520,11 @@ func (r *SnapshotReader) livePositionsOf(ctx context.Context, te *format.Trackin
 			return nil
 		}
 	}
-	r.rowGroupsRead.Add(int64(len(groups)))
+	read := len(groups)
 	if groups == nil {
-		r.rowGroupsRead.Add(int64(rf.NumRowGroups()))
+		read = rf.NumRowGroups()
 	}
+	r.rowGroupsRead.Add(int64(read))
 	var bitmaps []*roaring64.Bitmap // by dictionary index: nil for a path not asked for
 	var dict arrow.Array            // the dictionary bitmaps was made for
 	return rf.Read(ctx, []int{r.fileField, r.posField}, groups, func(rec arrow.RecordBatch) error {

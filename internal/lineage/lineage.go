@@ -118,30 +118,31 @@ func KeepsLiveRows(s *table.Snapshot) bool {
 	return s.Summary.Operation == table.OpReplace || s.Summary.Properties[RewriteDeletesProperty] == "true"
 }
 
-// OnlyRewritesDeletes reports whether every snapshot after base up to head
-// is one that streamidx rewrite-deletes committed (RewriteDeletesProperty)
+// OnlyRewritesDeletes returns how many snapshots lie after base up to head
+// when every one of them is one that streamidx rewrite-deletes committed (RewriteDeletesProperty)
 // and, by its summary, adds and removes no data file and no record: such a
 // snapshot turns equality deletes into position deletes of exactly the rows
 // they deleted already (the rewrite's invariant), so the live rows of head
 // are those of base, at the same places. A snapshot that carries the
 // property but changes data files, or whose summary lacks the totals to
-// tell, does not count.
-func OnlyRewritesDeletes(tbl *table.Table, base, head *table.Snapshot) bool {
+// tell, does not count: then, or when there is no such snapshot, it
+// returns 0.
+func OnlyRewritesDeletes(tbl *table.Table, base, head *table.Snapshot) int {
 	if base == nil || head == nil {
-		return false
+		return 0
 	}
 	chain, ok := Since(tbl, head, base.SnapshotID)
-	if !ok || len(chain) == 0 {
-		return false
+	if !ok {
+		return 0
 	}
 	parent := base
 	for _, s := range chain {
 		if !rewritesDeletesOnly(parent, s) {
-			return false
+			return 0
 		}
 		parent = s
 	}
-	return true
+	return len(chain)
 }
 
 // rewritesDeletesOnly is OnlyRewritesDeletes for one snapshot s and its
