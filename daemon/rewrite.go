@@ -27,8 +27,9 @@ type tableRewrites struct {
 	// runs again after.
 	running bool
 	next    *worker
-	// committed is the table snapshot the last rewrite committed: an index
-	// that has just caught up with it has nothing new to rewrite.
+	// committed is the table snapshot the last rewrite committed when it
+	// committed on the snapshot it planned on: an index that has just
+	// caught up with it has nothing new to rewrite. 0 otherwise.
 	committed atomic.Int64
 }
 
@@ -122,7 +123,15 @@ func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker, beside bool) err
 		return fmt.Errorf("rewrite equality deletes: %w", err)
 	}
 	if res.CommittedSnapshotID != 0 {
-		w.rewrites.committed.Store(res.CommittedSnapshotID)
+		// An index that catches up with the rewrite's snapshot has
+		// nothing new to rewrite only when the rewrite committed on the
+		// snapshot it planned on: commits in between may have added
+		// equality deletes that its plan did not see.
+		committed := res.CommittedSnapshotID
+		if res.CommittedOn != res.SnapshotID {
+			committed = 0
+		}
+		w.rewrites.committed.Store(committed)
 		for _, o := range d.byTable[w.table] {
 			o.poke()
 		}

@@ -3,12 +3,14 @@ package daemon
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -100,6 +102,85 @@ func TestRewriteRunsBesideTheUpdates(t *testing.T) {
 	close(release)
 	waitFor(t, "no equality delete file is live and the index covers the table", func() bool {
 		tbl, err := h.cat.LoadTable(ctx, h.tbl.Identifier())
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tbl = tbl
+		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == tbl.CurrentSnapshot().SnapshotID
+	})
+	h.verifyAll("pk")
+}
+
+// A rewrite planned on the snapshot the index covers commits on the head a
+// writer moved meanwhile; the writer's equality delete, which the plan did
+// not see, is rewritten once the index has caught up with the rewrite,
+// though no commit follows.
+func TestRewriteCatchesTheDeletesCommittedUnderIt(t *testing.T) {
+	h := newHarness(t, 0, "pk")
+	h.cfg.Run.PollInterval = config.Duration(50 * time.Millisecond)
+	h.cfg.Run.RewriteDeletes.Enabled = true
+	var (
+		mu         sync.Mutex
+		armed      int64 // the snapshot of the first upsert, once committed
+		hold, done bool
+		release    = make(chan struct{})
+		unhold     sync.Once
+	)
+	letGo := func() {
+		unhold.Do(func() {
+			mu.Lock()
+			hold = false
+			mu.Unlock()
+			close(release)
+		})
+	}
+	t.Cleanup(letGo)
+	upsert := func(c int) {
+		tbl, err := testtables.UpsertRetrying(h.cat, h.tbl, []int64{int64(c), int64(40 + c)}, c)
+		if err != nil {
+			t.Errorf("upsert commit %d: %v", c, err)
+			return
+		}
+		h.tbl = tbl
+	}
+	h.start(func(d *Daemon) {
+		d.beforeStep = func(*worker) {
+			mu.Lock()
+			held := hold
+			mu.Unlock()
+			if held {
+				<-release
+			}
+		}
+		d.beforeRewrite = func(w *worker) {
+			mu.Lock()
+			defer mu.Unlock()
+			if done || armed == 0 || w.indexed.Load() != armed {
+				return
+			}
+			// The index covers the first upsert; the writer commits a
+			// second one, which the index does not see before the rewrite
+			// has committed.
+			done, hold = true, true
+			upsert(2)
+		}
+	})
+	ctx, id := context.Background(), h.tbl.Identifier()
+	mu.Lock()
+	upsert(1)
+	armed = h.tbl.CurrentSnapshot().SnapshotID
+	mu.Unlock()
+	waitFor(t, "the rewrite commits on the second upsert", func() bool {
+		tbl, err := h.cat.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head := tbl.CurrentSnapshot()
+		return head.Summary != nil && head.Summary.Properties[lineage.RewriteDeletesProperty] == "true"
+	})
+	letGo()
+	waitFor(t, "no equality delete file is live and the index covers the table", func() bool {
+		tbl, err := h.cat.LoadTable(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -93,6 +93,9 @@ func (p *plan) execute(ctx context.Context, cat catalog.Catalog, id table.Identi
 // done records a committed rewrite in res.
 func (p *plan) done(res *Result, w *written, committed *table.Table) {
 	res.CommittedSnapshotID = committed.CurrentSnapshot().SnapshotID
+	if parent := committed.CurrentSnapshot().ParentSnapshotID; parent != nil {
+		res.CommittedOn = *parent
+	}
 	res.EqualityFilesRemoved = len(p.eqFiles)
 	res.DeleteFilesReplaced = len(p.replacedDVs) + len(p.replacedPos)
 	res.DeleteFilesWritten = len(w.files)

@@ -94,6 +94,10 @@ type Result struct {
 	// when nothing was committed).
 	SnapshotID          int64 `json:"snapshot-id"`
 	CommittedSnapshotID int64 `json:"committed-snapshot-id,omitempty"`
+	// CommittedOn is the parent of CommittedSnapshotID: SnapshotID, or a
+	// later head when other writers committed after the plan's snapshot
+	// (whose own equality deletes the plan did not see).
+	CommittedOn int64 `json:"committed-on-snapshot-id,omitempty"`
 	DryRun              bool  `json:"dry-run"`
 	// Skipped says why nothing was planned ("" when something was).
 	Skipped string `json:"skipped,omitempty"`
