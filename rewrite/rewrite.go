@@ -98,7 +98,7 @@ type Result struct {
 	// later head when other writers committed after the plan's snapshot
 	// (whose own equality deletes the plan did not see).
 	CommittedOn int64 `json:"committed-on-snapshot-id,omitempty"`
-	DryRun              bool  `json:"dry-run"`
+	DryRun      bool  `json:"dry-run"`
 	// Skipped says why nothing was planned ("" when something was).
 	Skipped string `json:"skipped,omitempty"`
 	// EqualityFiles are the live equality delete files of the snapshot;
