@@ -65,13 +65,20 @@ type Daemon struct {
 	// updates (run.rewrite-deletes), which Run waits for.
 	rewriting sync.WaitGroup
 
+	// caughtUp is closed once the commit topic has been read up to its end
+	// at start (see catchUp); the indexes of tables with change topics wait
+	// for it before their first update. Run sets it.
+	caughtUp <-chan struct{}
+
 	// now is the clock of notification timeouts; beforeStep, when set, is
-	// called before each update step while it holds its slot, and
-	// beforeRewrite before each rewrite that runs beside the updates.
-	// Tests set them.
+	// called before each update step while it holds its slot,
+	// beforeRewrite before each rewrite that runs beside the updates, and
+	// beforeRead before each record of the commit topic is read. Tests set
+	// them.
 	now           func() time.Time
 	beforeStep    func(*worker)
 	beforeRewrite func(*worker)
+	beforeRead    func(*kgo.Record)
 
 	mu      sync.Mutex
 	started bool
@@ -166,7 +173,7 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 		if rewrites[name] == nil {
 			rewrites[name] = &tableRewrites{}
 		}
-		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1), rewrites: rewrites[name]}
+		w := &worker{table: name, id: id, index: ref.Index, upd: u, wake: make(chan struct{}, 1), rewrites: rewrites[name], events: events != nil}
 		d.workers = append(d.workers, w)
 		d.byTable[name] = append(d.byTable[name], w)
 		d.metrics.halted.WithLabelValues(name, ref.Index).Set(0)
@@ -257,11 +264,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}, cancel)
 
 	var cons *consumer
+	caughtUp := make(chan struct{})
+	close(caughtUp) // nothing to catch up with without a commit topic
+	d.caughtUp = caughtUp
 	if len(d.cfg.Run.Kafka.Brokers) > 0 {
 		var err error
 		if cons, err = newConsumer(d); err != nil {
 			return err
 		}
+		d.caughtUp = cons.caught.done
 		defer cons.close()
 		d.ledger.mark = func(r *kgo.Record) { cons.client.MarkCommitRecords(r) }
 		consCtx, stopConsumer := context.WithCancel(context.Background())

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/updater"
 )
 
 const changeTopic = "orders-cdc"
@@ -334,4 +336,94 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestEventsFedIndexReadsTheCommitTopicBeforeItsFirstBuild: notifications
+// already in the commit topic when the daemon starts are read before an
+// events-fed index is first built, however slowly the consumer reads them,
+// so that the build has a position in the change feed: the commits after
+// it are indexed from their events, without a second full build.
+func TestEventsFedIndexReadsTheCommitTopicBeforeItsFirstBuild(t *testing.T) {
+	h := newHarness(t, 1, "ev_customer")
+	w := newEventWriter(h, 1)
+	cdc := startCDC(h, 5)
+	h.notifyWith(h.tbl.CurrentSnapshot(), w.offsetsAfter(nil))
+	commit := func() {
+		var events []testtables.CDCEvent
+		h.tbl, events = cdc.Commit(t, h.tbl, 4, testtables.Debezium)
+		offsets := w.offsetsAfter(events)
+		w.write(events)
+		h.notifyWith(h.tbl.CurrentSnapshot(), offsets)
+	}
+	commit()
+	commit()
+	d := h.start(func(d *Daemon) {
+		d.beforeRead = func(*kgo.Record) { time.Sleep(300 * time.Millisecond) } // a slow consumer
+	})
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+	if props := h.snapshots("ev_customer")[0].Properties; props[updater.PropEventOffsets] == "" {
+		t.Errorf("the first index snapshot has no position in the change feed: %v\n%s", props, grepLines(h.logs.String(), "commit topic"))
+	}
+	commit()
+	commit()
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+	h.verifyAll("ev_customer")
+	h.checkOnePerSnapshot("ev_customer")
+	_, body := d.get(t, "/metrics")
+	sample := `streamidx_compactor_full_builds_total{index="ev_customer",table="test.orders"}`
+	if got, err := metric(body, sample); err != nil || got != "1" {
+		t.Errorf("%s = %q (%v), want 1\n%s", sample, got, err, grepLines(h.logs.String(), "table"))
+	}
+	if !strings.Contains(h.logs.String(), "commit topic read up to its end at start") {
+		t.Errorf("no log of the catch-up:\n%s", h.logs.String())
+	}
+}
+
+// TestEventsFedIndexWithoutPositionKeepsEverySnapshot: an events-fed index
+// built before any notification was sent (so without a position in the
+// change feed) that is two notified commits behind when it next updates
+// takes its position at the first of them, so that policy every still
+// gives each commit its own index snapshot.
+func TestEventsFedIndexWithoutPositionKeepsEverySnapshot(t *testing.T) {
+	h := newHarness(t, 1, "ev_customer")
+	w := newEventWriter(h, 1)
+	cdc := startCDC(h, 9)
+	hold := make(chan struct{})
+	var holding atomic.Bool
+	d := h.start(func(d *Daemon) {
+		d.beforeStep = func(*worker) {
+			if holding.Load() {
+				<-hold
+			}
+		}
+	})
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+	if props := h.snapshots("ev_customer")[0].Properties; props[updater.PropEventOffsets] != "" {
+		t.Fatalf("the first index snapshot has a position although no notification was sent: %v", props)
+	}
+	holding.Store(true)
+	for range 2 {
+		var events []testtables.CDCEvent
+		h.tbl, events = cdc.Commit(t, h.tbl, 4, testtables.Native)
+		offsets := w.offsetsAfter(events)
+		w.write(events)
+		h.notifyWith(h.tbl.CurrentSnapshot(), offsets)
+	}
+	// Both notifications read before the index's next update.
+	feed := &tableFeed{table: "test.orders", ledger: d.ledger, notes: d.feed.notes}
+	last := h.tbl.CurrentSnapshot().SnapshotID
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, ok := feed.CommitOffsets(last); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not read the notification of the last commit")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	holding.Store(false)
+	close(hold)
+	h.waitIndexed("ev_customer", last)
+	h.verifyAll("ev_customer")
+	h.checkOnePerSnapshot("ev_customer")
 }

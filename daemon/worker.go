@@ -22,6 +22,9 @@ type worker struct {
 	id    table.Identifier
 	index string
 	upd   *updater.Updater
+	// events is set when the index's table has change topics: an
+	// events-fed index may follow them.
+	events bool
 	// wake holds at most one pending wake-up: wake-ups coalesce.
 	wake chan struct{}
 	// synced is set once the index has caught up with its table; warmed
@@ -114,6 +117,15 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 	defer tick.Stop()
 	failures := 0
 	rebuilt := false // since the last alignment that succeeded
+	if w.events {
+		// An events-fed index's first build takes its position in the
+		// change feed from a notification: read those already sent first.
+		select {
+		case <-d.caughtUp:
+		case <-ctx.Done():
+			return
+		}
+	}
 	for {
 		published, err := d.align(ctx, w)
 		if err != nil && updater.IsHalt(err) && d.cfg.Run.RebuildOnCorruption && format.IsCorruption(err) && !rebuilt && ctx.Err() == nil {

@@ -204,27 +204,38 @@ func (u *Updater) stepEvents(ctx context.Context, tbl *table.Table, md *format.M
 	return nil
 }
 
-// buildForEvents builds an events-fed index from the table at the newest
-// source snapshot after cur whose commit notification is known, so that
-// the index has a position in the change feed to follow from. With none
-// known, an index with no snapshot at all is built at target without a
-// position (usable for lookups; it follows the feed from the next
-// notification on), and one with a snapshot waits.
+// buildForEvents builds an events-fed index from the table at a source
+// snapshot after cur whose commit notification is known, so that the index
+// has a position in the change feed to follow from: the newest such
+// snapshot for an index without snapshots or under policy latest, the
+// oldest otherwise, so that policy every still gives each later snapshot
+// its own index snapshot. With none known, an index with no snapshot at all
+// is built at target without a position (usable for lookups; it follows the
+// feed from the next notification on), and one with a snapshot waits.
 func (u *Updater) buildForEvents(ctx context.Context, tbl *table.Table, md *format.Metadata, target *table.Snapshot, cur *format.Snapshot,
 	props PropertiesFunc, st *Stats) error {
 	var since int64
 	if cur != nil {
 		since = cur.SourceTableSnapshotID
 	}
-	for _, s := range lineage.Ancestors(tbl, target) {
+	newest := cur == nil || u.opts.Policy == PolicyLatest
+	var at *table.Snapshot
+	var pos eventOffsets
+	for _, s := range lineage.Ancestors(tbl, target) { // newest first
 		if s.SnapshotID == since {
 			break
 		}
 		if o, ok := u.notified(s.SnapshotID); ok && len(o) > 0 {
-			u.log.Info("events-fed index has no position in the change feed: building from the table at a notified snapshot",
-				"source_snapshot", s.SnapshotID)
-			return u.fullBuild(ctx, tbl, md, s, withEventOffsets(props, o), st)
+			at, pos = s, o
+			if newest {
+				break
+			}
 		}
+	}
+	if at != nil {
+		u.log.Info("events-fed index has no position in the change feed: building from the table at a notified snapshot",
+			"source_snapshot", at.SnapshotID)
+		return u.fullBuild(ctx, tbl, md, at, withEventOffsets(props, pos), st)
 	}
 	if cur == nil {
 		return u.fullBuild(ctx, tbl, md, target, props, st)

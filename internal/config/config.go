@@ -174,6 +174,11 @@ type KafkaConfig struct {
 	// rolled-back commit never does); then it goes to the dead-letter topic
 	// and stops holding its partition's committed offset. Default: 2m.
 	NotificationTimeout Duration `yaml:"notification-timeout"`
+	// CatchUpTimeout bounds how long the indexes of tables with change
+	// topics wait at start for the commit topic to be read up to the end it
+	// had then, so that their first build finds the notification that
+	// gives it a position in the change feed. Default: 30s.
+	CatchUpTimeout Duration `yaml:"catch-up-timeout"`
 	// CommitFormat is the format of the commit topic: native (streamidx's
 	// JSON notifications) or kafka-connect (the Apache Iceberg Kafka Connect
 	// sink's control topic). Default: native.
@@ -329,7 +334,7 @@ func Default() Config {
 			Adaptive:     AdaptiveConfig{MaxSnapshotsBehind: 10, MaxLag: Duration(10 * time.Second)},
 			HTTP:         "127.0.0.1:9464",
 			Kafka: KafkaConfig{CommitTopic: "streamidx-commits", Group: "streamidx",
-				NotificationTimeout: Duration(2 * time.Minute), CommitFormat: "native", DebeziumDecimalHandling: "precise",
+				NotificationTimeout: Duration(2 * time.Minute), CatchUpTimeout: Duration(30 * time.Second), CommitFormat: "native", DebeziumDecimalHandling: "precise",
 				MetadataMaxAge: Duration(30 * time.Second)},
 			MaxParallelUpdates: 4,
 			LongUpdateAfter:    Duration(500 * time.Millisecond),
@@ -435,6 +440,8 @@ func (c *Config) Set(key, value string) error {
 		c.Run.Kafka.CommitTopic = value
 	case "run.kafka.notification-timeout":
 		err = setDuration(&c.Run.Kafka.NotificationTimeout, value)
+	case "run.kafka.catch-up-timeout":
+		err = setDuration(&c.Run.Kafka.CatchUpTimeout, value)
 	case "run.kafka.metadata-max-age":
 		err = setDuration(&c.Run.Kafka.MetadataMaxAge, value)
 	case "run.kafka.tls.enabled":
@@ -680,6 +687,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Run.Kafka.NotificationTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("run.kafka.notification-timeout %s: want a positive duration", time.Duration(c.Run.Kafka.NotificationTimeout)))
+	}
+	if c.Run.Kafka.CatchUpTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("run.kafka.catch-up-timeout %s: want a positive duration", time.Duration(c.Run.Kafka.CatchUpTimeout)))
 	}
 	if c.Run.Kafka.MetadataMaxAge <= 0 || c.Run.Kafka.MetadataMaxAge > Duration(time.Hour) {
 		errs = append(errs, fmt.Errorf("run.kafka.metadata-max-age %s: want a positive duration of at most 1h", time.Duration(c.Run.Kafka.MetadataMaxAge)))
