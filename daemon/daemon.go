@@ -65,20 +65,15 @@ type Daemon struct {
 	// updates (run.rewrite-deletes), which Run waits for.
 	rewriting sync.WaitGroup
 
-	// caughtUp is closed once the commit topic has been read up to its end
-	// at start (see catchUp); the indexes of tables with change topics wait
-	// for it before their first update. Run sets it.
-	caughtUp <-chan struct{}
-
 	// now is the clock of notification timeouts; beforeStep, when set, is
 	// called before each update step while it holds its slot,
 	// beforeRewrite before each rewrite that runs beside the updates, and
-	// beforeRead before each record of the commit topic is read. Tests set
-	// them.
+	// beforeNote before the change feed reads each record of the commit
+	// topic. Tests set them.
 	now           func() time.Time
 	beforeStep    func(*worker)
 	beforeRewrite func(*worker)
-	beforeRead    func(*kgo.Record)
+	beforeNote    func(*kgo.Record)
 
 	mu      sync.Mutex
 	started bool
@@ -264,15 +259,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}, cancel)
 
 	var cons *consumer
-	caughtUp := make(chan struct{})
-	close(caughtUp) // nothing to catch up with without a commit topic
-	d.caughtUp = caughtUp
 	if len(d.cfg.Run.Kafka.Brokers) > 0 {
 		var err error
 		if cons, err = newConsumer(d); err != nil {
 			return err
 		}
-		d.caughtUp = cons.caught.done
 		defer cons.close()
 		d.ledger.mark = func(r *kgo.Record) { cons.client.MarkCommitRecords(r) }
 		consCtx, stopConsumer := context.WithCancel(context.Background())
@@ -282,6 +273,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if feed := d.feed; feed != nil {
 		defer feed.close()
 		feedCtx, stopFeed := context.WithCancel(context.Background())
+		k := d.cfg.Run.Kafka
+		go feed.caught.bound(runCtx, k.CommitTopic, time.Duration(k.CatchUpTimeout), d.log)
 		g.add("change events", func() error { return feed.run(feedCtx) }, stopFeed)
 	}
 

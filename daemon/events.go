@@ -80,8 +80,10 @@ type changeFeed struct {
 	// ranges[log][tp] is the staged range of each index, as last committed.
 	ranges map[string]map[staging.TopicPartition]staging.EventRange
 	// notes are the commit notifications read from the commit topic
-	// (events_notes.go).
-	notes *knownNotes
+	// (events_notes.go); caught tells when those the topic held at the
+	// start are read (catchup.go).
+	notes  *knownNotes
+	caught *catchUp
 	// staged and stagedBytes count the events committed to staging and
 	// their records' size, for MeasureChangeFeed.
 	staged, stagedBytes atomic.Int64
@@ -90,7 +92,7 @@ type changeFeed struct {
 func newChangeFeed(d *Daemon, topics []config.ChangeTopic) *changeFeed {
 	return &changeFeed{d: d, topics: topics, opts: ingest.DebeziumOptions{DecimalHandling: d.cfg.Run.Kafka.DebeziumDecimalHandling},
 		tables: map[string]*eventsTable{}, feeds: map[string][]*eventsTable{},
-		ranges: map[string]map[staging.TopicPartition]staging.EventRange{}, notes: newKnownNotes()}
+		ranges: map[string]map[staging.TopicPartition]staging.EventRange{}, notes: newKnownNotes(), caught: newCatchUp()}
 }
 
 // tableFeed is the updater.EventFeed of one table.
@@ -250,6 +252,10 @@ func (f *changeFeed) connect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	ends, err := commitTopicEnds(ctx, meta, k.CommitTopic, start[k.CommitTopic])
+	if err != nil {
+		return err
+	}
 	// Fetches of about 2 MiB: the stager commits one batch per fetch, and
 	// while one fetch is decoded the client holds the next, so larger
 	// fetches only cost memory (records of tens of MiB in flight, a fresh
@@ -265,6 +271,7 @@ func (f *changeFeed) connect(ctx context.Context) error {
 		return fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
 	}
 	f.client, f.assigned = client, parts
+	f.caught.expect(ends)
 	return nil
 }
 
@@ -426,6 +433,7 @@ const chunkRecords = 512
 // run consumes until ctx ends.
 func (f *changeFeed) run(ctx context.Context) error {
 	if err := f.setUp(ctx); err != nil || f.client == nil {
+		f.caught.finish()
 		<-ctx.Done() // nothing to read: wait for the daemon to stop
 		return nil
 	}
@@ -521,11 +529,15 @@ func (f *changeFeed) takeNotifications(recs []*kgo.Record) []*kgo.Record {
 			out = append(out, r)
 			continue
 		}
+		if f.d.beforeNote != nil {
+			f.d.beforeNote(r)
+		}
 		if t := f.tables[f.notes.record(r, k.CommitFormat)]; t != nil {
 			for _, w := range t.workers {
 				w.poke()
 			}
 		}
+		f.caught.read(r.Partition, r.Offset)
 	}
 	return out
 }

@@ -358,7 +358,7 @@ func TestEventsFedIndexReadsTheCommitTopicBeforeItsFirstBuild(t *testing.T) {
 	commit()
 	commit()
 	d := h.start(func(d *Daemon) {
-		d.beforeRead = func(*kgo.Record) { time.Sleep(300 * time.Millisecond) } // a slow consumer
+		d.beforeNote = func(*kgo.Record) { time.Sleep(300 * time.Millisecond) } // a slow read of the commit topic
 	})
 	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
 	if props := h.snapshots("ev_customer")[0].Properties; props[updater.PropEventOffsets] == "" {
@@ -426,4 +426,26 @@ func TestEventsFedIndexWithoutPositionKeepsEverySnapshot(t *testing.T) {
 	h.waitIndexed("ev_customer", last)
 	h.verifyAll("ev_customer")
 	h.checkOnePerSnapshot("ev_customer")
+}
+
+// TestEventsFedIndexStartsAfterTheCatchUpTimeout: a commit topic that is
+// not read to its end within run.kafka.catch-up-timeout holds the first
+// build of an events-fed index no longer than that, and says so.
+func TestEventsFedIndexStartsAfterTheCatchUpTimeout(t *testing.T) {
+	h := newHarness(t, 1, "ev_customer")
+	w := newEventWriter(h, 1)
+	startCDC(h, 3)
+	h.notifyWith(h.tbl.CurrentSnapshot(), w.offsetsAfter(nil))
+	h.cfg.Run.Kafka.CatchUpTimeout = config.Duration(300 * time.Millisecond)
+	stuck := make(chan struct{})
+	h.start(func(d *Daemon) {
+		d.beforeNote = func(*kgo.Record) { <-stuck } // the commit topic cannot be read
+	})
+	t.Cleanup(func() { close(stuck) }) // before the daemon stops
+	h.waitIndexed("ev_customer", h.tbl.CurrentSnapshot().SnapshotID)
+	logs := h.logs.String()
+	warned, built := strings.Index(logs, "not read up to its end within run.kafka.catch-up-timeout"), strings.Index(logs, "index snapshot published")
+	if warned < 0 || built < warned {
+		t.Errorf("want the warning of the timeout, then the first build:\n%s", logs)
+	}
 }

@@ -33,13 +33,11 @@ type consumer struct {
 	deadLetter string
 	timeout    time.Duration
 	closeOnce  sync.Once
-	// caught tells when the topic has been read up to its end at start.
-	caught *catchUp
 }
 
 func newConsumer(d *Daemon) (*consumer, error) {
 	k := d.cfg.Run.Kafka
-	c := &consumer{d: d, deadLetter: k.DeadLetterTopic, timeout: time.Duration(k.NotificationTimeout), caught: newCatchUp()}
+	c := &consumer{d: d, deadLetter: k.DeadLetterTopic, timeout: time.Duration(k.NotificationTimeout)}
 	if c.deadLetter == "" {
 		c.deadLetter = k.CommitTopic + ".dlq"
 	}
@@ -57,20 +55,13 @@ func newConsumer(d *Daemon) (*consumer, error) {
 		kgo.AllowAutoTopicCreation(),
 		// Before a partition goes to another process, commit what is done
 		// and forget the rest: the new owner reads it again.
-		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
-			c.caught.assign(assigned[k.CommitTopic])
-		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 			if err := cl.CommitMarkedOffsets(ctx); err != nil {
 				d.log.Warn("commit notification offsets at a rebalance", "err", err)
 			}
 			d.ledger.drop(revoked)
-			c.caught.revoke(revoked[k.CommitTopic])
 		}),
-		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			d.ledger.drop(lost)
-			c.caught.revoke(lost[k.CommitTopic])
-		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { d.ledger.drop(lost) }),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to kafka %v: %w", k.Brokers, err)
@@ -84,8 +75,6 @@ func (c *consumer) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { c.sweepLoop(ctx) })
 	wg.Go(func() { kafkaconn.CheckBrokers(ctx, c.client, c.d.log, "commit notifications") })
-	k := c.d.cfg.Run.Kafka
-	wg.Go(func() { c.caught.run(ctx, c.client, k.CommitTopic, k.Group, time.Duration(k.CatchUpTimeout), c.d.log) })
 	defer wg.Wait()
 	for {
 		fetches := c.client.PollFetches(ctx)
@@ -117,10 +106,6 @@ func (c *consumer) run(ctx context.Context) error {
 
 // read records one record of the commit topic in the ledger.
 func (c *consumer) read(r *kgo.Record) {
-	if c.d.beforeRead != nil {
-		c.d.beforeRead(r)
-	}
-	defer c.caught.read(r.Partition, r.Offset)
 	if c.d.cfg.Run.Kafka.CommitFormat == "kafka-connect" {
 		c.readControl(r)
 		return

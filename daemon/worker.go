@@ -117,11 +117,11 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 	defer tick.Stop()
 	failures := 0
 	rebuilt := false // since the last alignment that succeeded
-	if w.events {
+	if w.events && d.feed != nil {
 		// An events-fed index's first build takes its position in the
 		// change feed from a notification: read those already sent first.
 		select {
-		case <-d.caughtUp:
+		case <-d.feed.caught.done:
 		case <-ctx.Done():
 			return
 		}

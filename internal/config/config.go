@@ -175,9 +175,9 @@ type KafkaConfig struct {
 	// and stops holding its partition's committed offset. Default: 2m.
 	NotificationTimeout Duration `yaml:"notification-timeout"`
 	// CatchUpTimeout bounds how long the indexes of tables with change
-	// topics wait at start for the commit topic to be read up to the end it
-	// had then, so that their first build finds the notification that
-	// gives it a position in the change feed. Default: 30s.
+	// topics wait at start for the change feed to read the commit topic up
+	// to the end it had then, so that their first build finds the
+	// notification that gives it a position in the feed. Default: 30s.
 	CatchUpTimeout Duration `yaml:"catch-up-timeout"`
 	// CommitFormat is the format of the commit topic: native (streamidx's
 	// JSON notifications) or kafka-connect (the Apache Iceberg Kafka Connect
