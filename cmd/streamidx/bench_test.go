@@ -6,8 +6,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/workload"
 )
 
 // TestBenchFreshnessFigures runs one freshness scenario of `streamidx bench`
@@ -49,6 +54,37 @@ func TestBenchFreshnessFigures(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "freshness.tail-1000.latest.pk.lag_p99") {
 		t.Errorf("the table lacks the figures:\n%s", stdout)
+	}
+}
+
+// TestBenchRewriteFreshnessFigures runs the scenario in which the daemon
+// keeps pk fresh under uniform upserts and turns their equality deletes
+// into deletion vectors as it goes: after the drain the table holds no
+// equality delete, the rewrites are counted, and pk's snapshots verify.
+func TestBenchRewriteFreshnessFigures(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "streamidx.yaml")
+	if err := os.WriteFile(cfg, []byte("build:\n  target-file-size: 16KiB\n  row-group-rows: 512\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const sc = "freshness.uniform-10000.adaptive-rewrite"
+	byName, _ := benchFigures(t, dir, "--config", cfg, "--rows", "20000", "--duration", "2s", "--interval", "500ms", "--drain", "60s",
+		"--verify", "final", "--only", sc)
+	p := sc + ".pk."
+	if n := byName[p+"rewrites"]; n == nil || n["value"].(float64) < 1 {
+		t.Errorf("no rewrite counted: %v", n)
+	}
+	if n := byName[p+"rewrite_positions"]; n == nil || n["value"].(float64) < 1 {
+		t.Errorf("no position rewritten: %v", n)
+	}
+	if left := byName[p+"equality_deletes_left"]; left == nil || left["value"].(float64) != 0 || left["met"] != true {
+		t.Errorf("equality deletes left after the drain: %v", left)
+	}
+	if u := byName[p+"uncovered"]; u == nil || u["value"].(float64) != 0 {
+		t.Errorf("pk left commits uncovered after the drain: %v", u)
+	}
+	if exact := byName[p+"exact"]; exact == nil || exact["met"] != true {
+		t.Errorf("pk's last snapshot must verify: %v", exact)
 	}
 }
 
@@ -161,5 +197,22 @@ func TestLookupHistogramQuantile(t *testing.T) {
 	}
 	if _, ok := after.quantile(0.99, nil); ok {
 		t.Error("no reading before: a quantile, want none")
+	}
+}
+
+// TestMeasureLagsCountsRewriteSnapshots: an index snapshot of a snapshot
+// that the daemon's rewrite committed after the stream's commits covers
+// them, as one of the last commit would.
+func TestMeasureLagsCountsRewriteSnapshots(t *testing.T) {
+	commits := []workload.Commit{{SnapshotID: 10, TimestampMs: 1000}, {SnapshotID: 11, TimestampMs: 2000}, {SnapshotID: 12, TimestampMs: 3000}}
+	const rewrite = 99 // committed after 12
+	newest := map[int64]int{10: 0, 11: 1, 12: 2, rewrite: 2}
+	snaps := []format.Snapshot{{SourceTableSnapshotID: 10, TimestampMs: 1500}, {SourceTableSnapshotID: rewrite, TimestampMs: 4000}}
+	r := measureLags(commits, snaps, time.UnixMilli(9000), newest)
+	if r.uncovered != 0 {
+		t.Errorf("%d commits uncovered, want 0", r.uncovered)
+	}
+	if want := []float64{0.5, 2, 1}; !slices.Equal(r.lags, want) {
+		t.Errorf("lags %v, want %v", r.lags, want)
 	}
 }
