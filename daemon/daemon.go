@@ -352,7 +352,7 @@ func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 	var out []OnceResult
 	for _, w := range d.workers {
 		began := time.Now()
-		n, err := d.align(ctx, w)
+		n, err := d.align(ctx, w, nil)
 		if err == nil {
 			err = d.rewriteDeletes(ctx, w, false)
 		}
@@ -365,7 +365,7 @@ func (d *Daemon) RunOnce(ctx context.Context) ([]OnceResult, error) {
 		// Indexes aligned before a rewrite of their table follow it.
 		for i, w := range d.workers {
 			began := time.Now()
-			n, err := d.align(ctx, w)
+			n, err := d.align(ctx, w, nil)
 			if err != nil {
 				return out, fmt.Errorf("update %s: %w", w.name(), err)
 			}

@@ -60,8 +60,14 @@ type harness struct {
 // kfake broker serves the commit topic with that many partitions.
 func newHarness(t *testing.T, partitions int, indexNames ...string) *harness {
 	t.Helper()
+	return newHarnessOf(t, 2, partitions, indexNames...)
+}
+
+// newHarnessOf is newHarness with a table of format version.
+func newHarnessOf(t *testing.T, version, partitions int, indexNames ...string) *harness {
+	t.Helper()
 	cat, warehouse := testtables.NewCatalog(t)
-	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: version, RowGroupRows: 16})
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(0, 50, 0)...)
 	ic := testtables.IndexCatalog(t, warehouse)
 	h := &harness{t: t, cat: cat, indexes: ic, tbl: tbl, logs: &syncBuffer{}}

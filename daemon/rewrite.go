@@ -103,7 +103,7 @@ func (d *Daemon) rewriteDeletes(ctx context.Context, w *worker, beside bool) err
 		d.beforeRewrite(w)
 	case !beside:
 		opts.Align = func(ctx context.Context, _ string) error {
-			_, err := d.align(ctx, w)
+			_, err := d.align(ctx, w, nil)
 			return err
 		}
 	}

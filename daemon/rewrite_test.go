@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,5 +188,85 @@ func TestRewriteCatchesTheDeletesCommittedUnderIt(t *testing.T) {
 		h.tbl = tbl
 		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == tbl.CurrentSnapshot().SnapshotID
 	})
+	h.verifyAll("pk")
+}
+
+// TestRewritesFollowTheIndexAsItCatchesUp: an index several commits behind
+// its table (policy every) publishes one snapshot per commit, and a
+// rewrite runs after each, planned on it, while the index goes on catching
+// up: on a v3 table it commits over the earlier rewrites (deletion vectors
+// that hold both). At the end no equality delete is live and the index is
+// exact.
+func TestRewritesFollowTheIndexAsItCatchesUp(t *testing.T) {
+	h := newHarnessOf(t, 3, 0, "pk")
+	h.cfg.Run.PollInterval = config.Duration(50 * time.Millisecond)
+	h.cfg.Run.RewriteDeletes.Enabled = true
+	var (
+		hold, released  atomic.Bool
+		release         = make(chan struct{})
+		rewroteBehind   = make(chan struct{})
+		behind          sync.Once
+		steps, rewrites atomic.Int32
+		last            atomic.Int64
+		early           = map[int64]bool{} // the upserts before the last; read once last is set
+	)
+	h.start(func(d *Daemon) {
+		d.beforeStep = func(*worker) {
+			if hold.Load() {
+				<-release
+			}
+			if released.Load() && steps.Add(1) == 2 {
+				// The second step after the release waits for a rewrite
+				// planned on the first one's snapshot (or gives up).
+				select {
+				case <-rewroteBehind:
+				case <-time.After(10 * time.Second):
+				}
+			}
+		}
+		d.beforeRewrite = func(w *worker) {
+			if last.Load() != 0 && early[w.indexed.Load()] {
+				rewrites.Add(1)
+				behind.Do(func() { close(rewroteBehind) })
+			}
+		}
+	})
+	ctx, id := context.Background(), h.tbl.Identifier()
+	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID)
+	hold.Store(true)
+	for c := 1; c <= 4; c++ {
+		tbl, err := testtables.UpsertRetrying(h.cat, h.tbl, []int64{int64(c), int64(20 + c), int64(40 + c)}, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tbl = tbl
+		if c < 4 {
+			early[tbl.CurrentSnapshot().SnapshotID] = true
+		}
+	}
+	last.Store(h.tbl.CurrentSnapshot().SnapshotID)
+	released.Store(true)
+	hold.Store(false)
+	close(release)
+	waitFor(t, "no equality delete file is live and the index covers the table", func() bool {
+		tbl, err := h.cat.LoadTable(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.tbl = tbl
+		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == tbl.CurrentSnapshot().SnapshotID
+	})
+	if rewrites.Load() == 0 {
+		t.Error("no rewrite ran while the index caught up")
+	}
+	committed := 0
+	for _, s := range h.tbl.Metadata().Snapshots() {
+		if s.Summary != nil && s.Summary.Properties[lineage.RewriteDeletesProperty] == "true" {
+			committed++
+		}
+	}
+	if committed < 2 {
+		t.Errorf("%d rewrites committed; want one planned on an index snapshot behind the table and more after it", committed)
+	}
 	h.verifyAll("pk")
 }

@@ -127,7 +127,9 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 		}
 	}
 	for {
-		published, err := d.align(ctx, w)
+		// Each index snapshot lets a rewrite plan on it, also while the
+		// index is still catching up.
+		_, err := d.align(ctx, w, func() { d.requestRewrite(ctx, w) })
 		if err != nil && updater.IsHalt(err) && d.cfg.Run.RebuildOnCorruption && format.IsCorruption(err) && !rebuilt && ctx.Err() == nil {
 			// A rebuild that meets corruption again halts: the corruption
 			// is not in the files a rebuild replaces.
@@ -135,9 +137,6 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 			if err = d.rebuild(ctx, w, err); err == nil {
 				continue
 			}
-		}
-		if err == nil && published > 0 {
-			d.requestRewrite(ctx, w)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -167,9 +166,10 @@ func (d *Daemon) work(ctx context.Context, w *worker) {
 }
 
 // align steps w's updater until the index covers the table's current
-// snapshot and returns how many index snapshots it published. Each step
-// holds one of the parallel-update slots, so workers take turns fairly.
-func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error) {
+// snapshot and returns how many index snapshots it published, calling
+// onPublish, when set, after each. Each step holds one of the
+// parallel-update slots, so workers take turns fairly.
+func (d *Daemon) align(ctx context.Context, w *worker, onPublish func()) (published int, err error) {
 	for {
 		select {
 		case d.slots <- struct{}{}:
@@ -191,6 +191,9 @@ func (d *Daemon) align(ctx context.Context, w *worker) (published int, err error
 		}
 		if st.Published != nil {
 			published++
+			if onPublish != nil {
+				onPublish()
+			}
 		}
 		w.waiting.Store(st.Waiting != "")
 		if st.Waiting != "" {

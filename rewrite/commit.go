@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -29,7 +30,18 @@ func (p *plan) execute(ctx context.Context, cat catalog.Catalog, id table.Identi
 		if err != nil {
 			return false, err
 		}
-		if why := p.stillHolds(p.tbl, lf); why != "" {
+		why := p.stillHolds(p.tbl, lf)
+		if why != "" {
+			rebased, err := p.rebase(ctx, head, lf)
+			if err != nil {
+				return false, err
+			}
+			if rebased {
+				why = p.stillHolds(p.tbl, lf)
+				p.report(res)
+			}
+		}
+		if why != "" {
 			// Planning again would plan on the same index snapshot.
 			return false, fmt.Errorf("index %s of %s: %w: it covers table snapshot %d and since then %s",
 				res.Index, res.Table, ErrIndexLags, p.snap.SnapshotID, why)
@@ -88,6 +100,97 @@ func (p *plan) execute(ctx context.Context, cat catalog.Catalog, id table.Identi
 		log.Debug("another writer committed first; the plan still holds, committing on its snapshot",
 			"snapshot", tbl.CurrentSnapshot().SnapshotID)
 	}
+}
+
+// rebase moves a v3 plan made on an ancestor of head onto head, when the
+// only change since to the data files it writes deletion vectors for is
+// their deletion vectors: another rewrite's, or a writer's that deleted
+// more rows. Each such file's new vector is then the plan's positions
+// with head's vector's added, and replaces head's. It reports false, and
+// changes nothing, when the table is v2, when a snapshot since (not a
+// rewrite's) removed a file, or when a data file's Parquet position
+// deletes or its sequence number changed: what the plan would overwrite
+// is then not only more deletes.
+func (p *plan) rebase(ctx context.Context, head *table.Snapshot, lf *liveFiles) (bool, error) {
+	if p.tbl.Metadata().Version() < 3 || !lineage.OnlyRewritesRemove(p.tbl, head, p.snap.SnapshotID) {
+		return false, nil
+	}
+	type move struct {
+		t      *target
+		dv     iceberg.DataFile // head's deletion vector of the file
+		others []string         // its other position deletes, as planned
+		pos    []string
+	}
+	var moves []move
+	for path, t := range p.targets {
+		ref, live := lf.data[path]
+		if !live || ref.Seq != t.seq {
+			return false, nil
+		}
+		var pos []string
+		for _, d := range lf.deletes.Applicable(ref.File, ref.Seq) {
+			if d.File.ContentType() == iceberg.EntryContentPosDeletes {
+				pos = append(pos, d.File.FilePath())
+			}
+		}
+		slices.Sort(pos)
+		if slices.Equal(pos, t.posDeletes) {
+			continue
+		}
+		dv := lf.dvs[path]
+		others := slices.DeleteFunc(slices.Clone(pos), func(l string) bool { return dv != nil && l == dv.FilePath() })
+		planned := slices.DeleteFunc(slices.Clone(t.posDeletes), func(l string) bool { return l == t.dv })
+		if dv == nil || !slices.Equal(others, planned) {
+			return false, nil
+		}
+		moves = append(moves, move{t: t, dv: dv, others: others, pos: pos})
+	}
+	opts := tablescan.Options{FormatVersion: p.tbl.Metadata().Version(), NameMapping: p.tbl.NameMapping()}
+	posFiles := positionFiles{}
+	for _, m := range moves {
+		path := m.t.file.FilePath()
+		existing := roaring64.New()
+		for _, del := range append([]iceberg.DataFile{m.dv}, p.positionFilesOf(lf, m.others)...) {
+			bm, err := posFiles.positions(ctx, p.fs, del, path, opts)
+			if err != nil {
+				return false, err
+			}
+			more, err := tablescan.FromDV(bm)
+			if err != nil {
+				return false, err
+			}
+			existing.Or(more)
+		}
+		m.t.deleted.Or(existing)
+		m.t.added = int64(m.t.deleted.GetCardinality() - existing.GetCardinality())
+		m.t.posDeletes, m.t.dv = m.pos, m.dv.FilePath()
+	}
+	p.replacedDVs = p.replacedDVs[:0]
+	clear(p.touched)
+	for path, t := range p.targets {
+		if t.added == 0 {
+			continue
+		}
+		if dv, ok := lf.dvs[path]; ok {
+			p.replacedDVs = append(p.replacedDVs, dv)
+		}
+		for _, eq := range t.eqs {
+			p.touched[eq]++
+		}
+	}
+	return true, nil
+}
+
+// positionFilesOf returns the live Parquet position delete files at the
+// given locations.
+func (p *plan) positionFilesOf(lf *liveFiles, locations []string) []iceberg.DataFile {
+	var out []iceberg.DataFile
+	for _, df := range lf.posFile {
+		if slices.Contains(locations, df.FilePath()) {
+			out = append(out, df)
+		}
+	}
+	return out
 }
 
 // done records a committed rewrite in res.

@@ -158,19 +158,54 @@ func TestRewriteAtIndexedPlansOnTheIndexedSnapshot(t *testing.T) {
 }
 
 // With AtIndexed, a writer's delete since the indexed snapshot in a data
-// file the plan writes a deletion vector for is refused as a lag before
-// anything is written; once the index has caught up, the rewrite commits.
-func TestRewriteAtIndexedRefusesWhatTheHeadContradicts(t *testing.T) {
+// file the plan writes a deletion vector for only deletes more: the
+// rewrite's vector takes the writer's positions in and replaces the
+// writer's, on the first plan.
+func TestRewriteAtIndexedTakesInAWritersNewDeletes(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t, 3)
 	live, first := start(t, e)
 	testtables.AddDV(t, e.reload(), first, 199) // order 199 of the first append
 	delete(live, 199)
+	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Attempts != 1 || res.CommittedSnapshotID == 0 || res.DeleteFilesReplaced != 1 {
+		t.Fatalf("rewrite: %d plans, committed %d, %d delete files replaced; want one plan committed, replacing the writer's vector",
+			res.Attempts, res.CommittedSnapshotID, res.DeleteFilesReplaced)
+	}
+	tbl := e.reload()
+	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
+	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
+		t.Fatalf("%d equality delete files are live", n)
+	}
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyIndex("pk")
+}
+
+// With AtIndexed, a writer's snapshot since the indexed one that replaced
+// a deletion vector of a data file the plan writes one for (a removed
+// delete file: not only more deletes) is refused as a lag before anything
+// is written; once the index has caught up, the rewrite commits.
+func TestRewriteAtIndexedRefusesWhatTheHeadContradicts(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	live, first := start(t, e)
+	testtables.AddDV(t, e.reload(), first, 198)
+	delete(live, 198)
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	testtables.AddDV(t, e.reload(), first, 199) // replaces the vector of 198
+	delete(live, 199)
 	head := e.reload().CurrentSnapshot().SnapshotID
 	dvs := len(testtables.LiveFiles(t, e.tbl, iceberg.EntryContentPosDeletes))
 	res, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true})
-	if !errors.Is(err, ErrIndexLags) || !strings.Contains(err.Error(), "position deletes of data file") {
-		t.Fatalf("rewrite planned on a snapshot the head contradicts: %v; want ErrIndexLags naming the changed deletes", err)
+	if !errors.Is(err, ErrIndexLags) || !strings.Contains(err.Error(), "was removed") {
+		t.Fatalf("rewrite planned on a snapshot the head contradicts: %v; want ErrIndexLags naming the replaced vector", err)
 	}
 	if tbl := e.reload(); tbl.CurrentSnapshot().SnapshotID != head || res.DeleteFilesWritten != 0 {
 		t.Fatalf("the refused rewrite committed or wrote %d files", res.DeleteFilesWritten)
@@ -189,6 +224,54 @@ func TestRewriteAtIndexedRefusesWhatTheHeadContradicts(t *testing.T) {
 	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
 		t.Fatalf("%d equality delete files are live", n)
 	}
+}
+
+// With AtIndexed, an index that lags behind an earlier rewrite (an index
+// updated one snapshot at a time, policy every) still lets the next
+// rewrite through: it leaves the equality deletes that rewrite removed,
+// takes the rest, and writes each data file's vector over the earlier
+// rewrite's, keeping its positions.
+func TestRewriteAtIndexedFollowsAnEarlierRewrite(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, 3)
+	live, _ := start(t, e)
+	u := e.updater("pk")
+	step := func() {
+		t.Helper()
+		if _, err := u.Step(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	upsert(t, e.reload(), []int64{5, 150}, 20)
+	live[5], live[150] = 20, 20
+	upsert(t, e.reload(), []int64{7, 160}, 21)
+	live[7], live[160] = 21, 21
+	step() // the index covers the first of the two upserts
+	first, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(testtables.LiveFiles(t, e.reload(), iceberg.EntryContentEqDeletes)); first.CommittedSnapshotID == 0 || n != 1 {
+		t.Fatalf("first rewrite committed %d and left %d equality delete files; want the last upsert's one", first.CommittedSnapshotID, n)
+	}
+	step() // the index covers the last upsert, before the first rewrite
+	second, err := Run(ctx, e.cat, e.indexes, e.id, Options{AtIndexed: true})
+	if err != nil {
+		t.Fatalf("a rewrite planned before the first rewrite's commit: %v", err)
+	}
+	if second.Attempts != 1 || second.EqualityFilesRemoved != 1 || second.DeleteFilesReplaced == 0 {
+		t.Fatalf("second rewrite: %d plans, %d equality files removed, %d delete files replaced; want one plan removing the last "+
+			"upsert's file and replacing the first rewrite's vectors", second.Attempts, second.EqualityFilesRemoved, second.DeleteFilesReplaced)
+	}
+	tbl := e.reload()
+	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
+	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
+		t.Fatalf("%d equality delete files are live", n)
+	}
+	if _, err := e.align(ctx, "pk"); err != nil {
+		t.Fatal(err)
+	}
+	e.verifyIndex("pk")
 }
 
 // lineageHas reports whether snapshot id is the head of tbl or an ancestor.

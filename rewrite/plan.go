@@ -51,6 +51,10 @@ type target struct {
 	// hold. added counts those that were deleted by equality only.
 	deleted *roaring64.Bitmap
 	added   int64
+	// dv is the location of its deletion vector among posDeletes, or "";
+	// eqs are the equality delete files of the plan that apply to it.
+	dv  string
+	eqs []string
 }
 
 // equalityFiles lists the live equality delete files of snap.
@@ -79,6 +83,20 @@ func equalityFiles(ctx context.Context, tbl *table.Table, snap *table.Snapshot) 
 	}
 	slices.SortFunc(out, func(a, b tablescan.DeleteFile) int { return cmp.Compare(a.File.FilePath(), b.File.FilePath()) })
 	return out, nil
+}
+
+// stillLive keeps the equality delete files of eqFiles that are live in
+// head.
+func stillLive(ctx context.Context, tbl *table.Table, head *table.Snapshot, eqFiles []tablescan.DeleteFile) ([]tablescan.DeleteFile, error) {
+	atHead, err := equalityFiles(ctx, tbl, head)
+	if err != nil {
+		return nil, err
+	}
+	live := make(map[string]bool, len(atHead))
+	for _, d := range atHead {
+		live[d.File.FilePath()] = true
+	}
+	return slices.DeleteFunc(eqFiles, func(d tablescan.DeleteFile) bool { return !live[d.File.FilePath()] }), nil
 }
 
 // liveFiles is what a snapshot holds: data files by location with their
@@ -134,16 +152,21 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 		return nil, err
 	}
 	p := &plan{tbl: tbl, snap: snap, fs: fs, eqFiles: eqFiles, targets: map[string]*target{}, touched: map[string]int{}}
-	applies := map[string][]string{} // data file -> equality delete files that apply
 	schema := tbl.Schema()
+	inPlan := make(map[string]bool, len(eqFiles))
+	for _, d := range eqFiles {
+		inPlan[d.File.FilePath()] = true
+	}
 	for path, ref := range lf.data {
 		var eqs, pos []string
 		for _, d := range lf.deletes.Applicable(ref.File, ref.Seq) {
 			if d.File.ContentType() == iceberg.EntryContentEqDeletes {
 				// A delete whose keys the data file's cannot be deletes
 				// nothing there (a tail upsert's delete and the older data
-				// files of other key ranges): the file is no target.
-				if tablescan.EqualityMayDelete(schema, d.File, ref.File) {
+				// files of other key ranges): the file is no target. Nor
+				// is one only deletes left out of the plan apply to (a
+				// rewrite since removed them).
+				if inPlan[d.File.FilePath()] && tablescan.EqualityMayDelete(schema, d.File, ref.File) {
 					eqs = append(eqs, d.File.FilePath())
 				}
 			} else {
@@ -154,8 +177,11 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 			continue
 		}
 		slices.Sort(pos)
-		p.targets[path] = &target{file: ref.File, seq: ref.Seq, posDeletes: pos}
-		applies[path] = eqs
+		t := &target{file: ref.File, seq: ref.Seq, posDeletes: pos, eqs: eqs}
+		if dv, ok := lf.dvs[path]; ok {
+			t.dv = dv.FilePath()
+		}
+		p.targets[path] = t
 	}
 	// Each target's key bounds narrow the entries read to the range files
 	// and row groups that may hold its rows.
@@ -203,7 +229,7 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 		t.deleted.Or(existing)
 		t.added = int64(t.deleted.GetCardinality() - existing.GetCardinality())
 		if t.added > 0 {
-			for _, eq := range applies[path] {
+			for _, eq := range t.eqs {
 				p.touched[eq]++
 			}
 		}

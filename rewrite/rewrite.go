@@ -231,6 +231,13 @@ func prepare(ctx context.Context, cat catalog.Catalog, indexes indexcatalog.Cata
 		if err != nil {
 			return nil, err
 		}
+		if snap != head && len(eqFiles) > 0 && lineage.OnlyRewritesRemove(tbl, head, snap.SnapshotID) {
+			// Those a rewrite since removed are done: planned on the
+			// index's snapshot, the rewrite takes the rest.
+			if eqFiles, err = stillLive(ctx, tbl, head, eqFiles); err != nil {
+				return nil, err
+			}
+		}
 		if len(eqFiles) == 0 || len(eqFiles) < opts.MinFiles {
 			res.SnapshotID = snap.SnapshotID
 			res.Skipped = fmt.Sprintf("%d live equality delete files, fewer than the minimum of %d", len(eqFiles), opts.MinFiles)

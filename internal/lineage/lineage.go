@@ -118,6 +118,34 @@ func KeepsLiveRows(s *table.Snapshot) bool {
 	return s.Summary.Operation == table.OpReplace || s.Summary.Properties[RewriteDeletesProperty] == "true"
 }
 
+// OnlyRewritesRemove reports whether, of the snapshots after base up to
+// head, none but those of streamidx rewrite-deletes (RewriteDeletesProperty)
+// removed a data file or a delete file, by their summaries (the counts
+// deleted-data-files and removed-delete-files, which writers leave out when
+// zero). Then every delete file that is live at base and gone at head was
+// removed by a rewrite, which kept what it deleted, and every deletion
+// vector or position delete that others added since only deletes more.
+func OnlyRewritesRemove(tbl *table.Table, head *table.Snapshot, base int64) bool {
+	chain, ok := Since(tbl, head, base)
+	if !ok {
+		return false
+	}
+	for _, s := range chain {
+		if s.Summary == nil {
+			return false
+		}
+		if s.Summary.Properties[RewriteDeletesProperty] == "true" {
+			continue
+		}
+		for _, k := range []string{"deleted-data-files", "removed-delete-files"} {
+			if v, ok := s.Summary.Properties[k]; ok && v != "0" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // OnlyRewritesDeletes returns how many snapshots lie after base up to head
 // when every one of them is one that streamidx rewrite-deletes committed (RewriteDeletesProperty)
 // and, by its summary, adds and removes no data file and no record: such a
