@@ -36,11 +36,15 @@ func TestLongUpdatesPauseForShortOnes(t *testing.T) {
 			id := h.tbl.CurrentSnapshot().SnapshotID
 			h.waitIndexed("pk", id)
 			h.waitIndexed("by_customer", id)
-			_, body := d.get(t, "/metrics")
-			v, err := metric(body, `streamidx_updater_paused_seconds_total{index="by_customer",table="test.orders"}`)
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The worker counts the step's pause once the step returns,
+			// just after the index snapshot is in the catalog.
+			var v string
+			waitFor(t, "by_customer's paused seconds in /metrics", func() bool {
+				_, body := d.get(t, "/metrics")
+				var err error
+				v, err = metric(body, `streamidx_updater_paused_seconds_total{index="by_customer",table="test.orders"}`)
+				return err == nil
+			})
 			paused, err := strconv.ParseFloat(v, 64)
 			if err != nil || (paused > 0) != tc.pause {
 				t.Fatalf("by_customer paused %s s (%v); want a pause: %v", v, err, tc.pause)

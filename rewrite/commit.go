@@ -102,24 +102,23 @@ func (p *plan) execute(ctx context.Context, cat catalog.Catalog, id table.Identi
 	}
 }
 
-// rebase moves a v3 plan made on an ancestor of head onto head, when the
-// only change since to the data files it writes deletion vectors for is
-// their deletion vectors: another rewrite's, or a writer's that deleted
-// more rows. Each such file's new vector is then the plan's positions
-// with head's vector's added, and replaces head's. It reports false, and
-// changes nothing, when the table is v2, when a snapshot since (not a
-// rewrite's) removed a file, or when a data file's Parquet position
-// deletes or its sequence number changed: what the plan would overwrite
-// is then not only more deletes.
+// rebase moves a plan made on an ancestor of head onto head, when no
+// snapshot since but a rewrite's removed a file: then what changed since
+// for the data files it writes deletes for is only more deletes (another
+// rewrite's deletion vectors or position delete files, or a writer's), and
+// each file's new deletes are the plan's positions with those of head
+// added, replacing head's deletion vector and the position delete files
+// that name nothing else (as planned on head). It reports false, and
+// changes nothing, when a file was removed by another writer, or when a
+// data file it writes for is gone or has another sequence number.
 func (p *plan) rebase(ctx context.Context, head *table.Snapshot, lf *liveFiles) (bool, error) {
-	if p.tbl.Metadata().Version() < 3 || !lineage.OnlyRewritesRemove(p.tbl, head, p.snap.SnapshotID) {
+	if !lineage.OnlyRewritesRemove(p.tbl, head, p.snap.SnapshotID) {
 		return false, nil
 	}
 	type move struct {
-		t      *target
-		dv     iceberg.DataFile // head's deletion vector of the file
-		others []string         // its other position deletes, as planned
-		pos    []string
+		t    *target
+		dels []iceberg.DataFile // its position deletes at head
+		pos  []string
 	}
 	var moves []move
 	for path, t := range p.targets {
@@ -127,30 +126,25 @@ func (p *plan) rebase(ctx context.Context, head *table.Snapshot, lf *liveFiles) 
 		if !live || ref.Seq != t.seq {
 			return false, nil
 		}
+		var dels []iceberg.DataFile
 		var pos []string
 		for _, d := range lf.deletes.Applicable(ref.File, ref.Seq) {
 			if d.File.ContentType() == iceberg.EntryContentPosDeletes {
+				dels = append(dels, d.File)
 				pos = append(pos, d.File.FilePath())
 			}
 		}
 		slices.Sort(pos)
-		if slices.Equal(pos, t.posDeletes) {
-			continue
+		if !slices.Equal(pos, t.posDeletes) {
+			moves = append(moves, move{t: t, dels: dels, pos: pos})
 		}
-		dv := lf.dvs[path]
-		others := slices.DeleteFunc(slices.Clone(pos), func(l string) bool { return dv != nil && l == dv.FilePath() })
-		planned := slices.DeleteFunc(slices.Clone(t.posDeletes), func(l string) bool { return l == t.dv })
-		if dv == nil || !slices.Equal(others, planned) {
-			return false, nil
-		}
-		moves = append(moves, move{t: t, dv: dv, others: others, pos: pos})
 	}
 	opts := tablescan.Options{FormatVersion: p.tbl.Metadata().Version(), NameMapping: p.tbl.NameMapping()}
 	posFiles := positionFiles{}
 	for _, m := range moves {
 		path := m.t.file.FilePath()
 		existing := roaring64.New()
-		for _, del := range append([]iceberg.DataFile{m.dv}, p.positionFilesOf(lf, m.others)...) {
+		for _, del := range m.dels {
 			bm, err := posFiles.positions(ctx, p.fs, del, path, opts)
 			if err != nil {
 				return false, err
@@ -163,34 +157,25 @@ func (p *plan) rebase(ctx context.Context, head *table.Snapshot, lf *liveFiles) 
 		}
 		m.t.deleted.Or(existing)
 		m.t.added = int64(m.t.deleted.GetCardinality() - existing.GetCardinality())
-		m.t.posDeletes, m.t.dv = m.pos, m.dv.FilePath()
+		m.t.posDeletes = m.pos
 	}
-	p.replacedDVs = p.replacedDVs[:0]
+	p.replacedDVs, p.replacedPos = nil, nil
 	clear(p.touched)
 	for path, t := range p.targets {
 		if t.added == 0 {
 			continue
 		}
-		if dv, ok := lf.dvs[path]; ok {
+		if dv, ok := lf.dvs[path]; ok && p.tbl.Metadata().Version() >= 3 {
 			p.replacedDVs = append(p.replacedDVs, dv)
 		}
 		for _, eq := range t.eqs {
 			p.touched[eq]++
 		}
 	}
-	return true, nil
-}
-
-// positionFilesOf returns the live Parquet position delete files at the
-// given locations.
-func (p *plan) positionFilesOf(lf *liveFiles, locations []string) []iceberg.DataFile {
-	var out []iceberg.DataFile
-	for _, df := range lf.posFile {
-		if slices.Contains(locations, df.FilePath()) {
-			out = append(out, df)
-		}
+	if err := p.planReplacedPositionFiles(ctx, lf, opts); err != nil {
+		return false, err
 	}
-	return out
+	return true, nil
 }
 
 // done records a committed rewrite in res.

@@ -32,6 +32,16 @@
 // applies to a data file it did not cover. Then it commits on the new head;
 // otherwise it is planned again on it, up to Options.MaxAttempts times.
 //
+// A plan made on an older snapshot than the head (Options.AtIndexed) is
+// checked the same way before anything is written, with two allowances
+// when no snapshot since, other than a rewrite's, removed a file (by their
+// summaries): the equality delete files a rewrite since removed are left
+// out of the plan (their rows are in that rewrite's position deletes), and
+// a data file that got position deletes since (a deletion vector, a
+// position delete file) gets new ones holding both (rebase): every
+// position in either is deleted at the head.
+// So a rewrite can follow an index that lags behind an earlier rewrite.
+//
 // Concurrency: Run may be called from several goroutines for different
 // tables; two rewrites of one table conflict in the catalog and one
 // re-plans.

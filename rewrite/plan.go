@@ -51,9 +51,7 @@ type target struct {
 	// hold. added counts those that were deleted by equality only.
 	deleted *roaring64.Bitmap
 	added   int64
-	// dv is the location of its deletion vector among posDeletes, or "";
 	// eqs are the equality delete files of the plan that apply to it.
-	dv  string
 	eqs []string
 }
 
@@ -177,11 +175,7 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 			continue
 		}
 		slices.Sort(pos)
-		t := &target{file: ref.File, seq: ref.Seq, posDeletes: pos, eqs: eqs}
-		if dv, ok := lf.dvs[path]; ok {
-			t.dv = dv.FilePath()
-		}
-		p.targets[path] = t
+		p.targets[path] = &target{file: ref.File, seq: ref.Seq, posDeletes: pos, eqs: eqs}
 	}
 	// Each target's key bounds narrow the entries read to the range files
 	// and row groups that may hold its rows.
