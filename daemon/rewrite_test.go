@@ -180,14 +180,7 @@ func TestRewriteCatchesTheDeletesCommittedUnderIt(t *testing.T) {
 		return head.Summary != nil && head.Summary.Properties[lineage.RewriteDeletesProperty] == "true"
 	})
 	letGo()
-	waitFor(t, "no equality delete file is live and the index covers the table", func() bool {
-		tbl, err := h.cat.LoadTable(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.tbl = tbl
-		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == tbl.CurrentSnapshot().SnapshotID
-	})
+	h.waitRewritten("pk")
 	h.verifyAll("pk")
 }
 
@@ -231,7 +224,6 @@ func TestRewritesFollowTheIndexAsItCatchesUp(t *testing.T) {
 			}
 		}
 	})
-	ctx, id := context.Background(), h.tbl.Identifier()
 	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID)
 	hold.Store(true)
 	for c := 1; c <= 4; c++ {
@@ -248,14 +240,7 @@ func TestRewritesFollowTheIndexAsItCatchesUp(t *testing.T) {
 	released.Store(true)
 	hold.Store(false)
 	close(release)
-	waitFor(t, "no equality delete file is live and the index covers the table", func() bool {
-		tbl, err := h.cat.LoadTable(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.tbl = tbl
-		return len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed("pk") == tbl.CurrentSnapshot().SnapshotID
-	})
+	h.waitRewritten("pk")
 	if rewrites.Load() == 0 {
 		t.Error("no rewrite ran while the index caught up")
 	}
@@ -269,4 +254,18 @@ func TestRewritesFollowTheIndexAsItCatchesUp(t *testing.T) {
 		t.Errorf("%d rewrites committed; want one planned on an index snapshot behind the table and more after it", committed)
 	}
 	h.verifyAll("pk")
+}
+
+// waitRewritten waits until no equality delete file is live in the table
+// and index covers its current snapshot, which h.tbl then is.
+func (h *harness) waitRewritten(index string) {
+	h.t.Helper()
+	waitFor(h.t, "no equality delete file is live and the index covers the table", func() bool {
+		tbl, err := h.cat.LoadTable(context.Background(), h.tbl.Identifier())
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		h.tbl = tbl
+		return len(testtables.LiveFiles(h.t, tbl, iceberg.EntryContentEqDeletes)) == 0 && h.indexed(index) == tbl.CurrentSnapshot().SnapshotID
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
@@ -142,18 +141,9 @@ func (p *plan) rebase(ctx context.Context, head *table.Snapshot, lf *liveFiles) 
 	opts := tablescan.Options{FormatVersion: p.tbl.Metadata().Version(), NameMapping: p.tbl.NameMapping()}
 	posFiles := positionFiles{}
 	for _, m := range moves {
-		path := m.t.file.FilePath()
-		existing := roaring64.New()
-		for _, del := range m.dels {
-			bm, err := posFiles.positions(ctx, p.fs, del, path, opts)
-			if err != nil {
-				return false, err
-			}
-			more, err := tablescan.FromDV(bm)
-			if err != nil {
-				return false, err
-			}
-			existing.Or(more)
+		existing, err := posFiles.union(ctx, p.fs, m.dels, m.t.file.FilePath(), opts)
+		if err != nil {
+			return false, err
 		}
 		m.t.deleted.Or(existing)
 		m.t.added = int64(m.t.deleted.GetCardinality() - existing.GetCardinality())

@@ -39,6 +39,22 @@ func (l liveRecord) rows(t *testing.T, tbl *table.Table) map[string]int {
 	return out
 }
 
+// checkRewritten checks that the table scans as the writer's record, that
+// wantEq equality delete files are live, and that the index, brought up to
+// the table, is exact.
+func (e *env) checkRewritten(live liveRecord, wantEq int) {
+	e.t.Helper()
+	tbl := e.reload()
+	sameRows(e.t, "live rows and the writer's record", live.rows(e.t, tbl), scanRows(e.t, tbl))
+	if n := len(testtables.LiveFiles(e.t, tbl, iceberg.EntryContentEqDeletes)); n != wantEq {
+		e.t.Fatalf("%d equality delete files are live; want %d", n, wantEq)
+	}
+	if _, err := e.align(context.Background(), "pk"); err != nil {
+		e.t.Fatal(err)
+	}
+	e.verifyIndex("pk")
+}
+
 // start appends orders [0, 200) and commits 10 upserts, recording what is live.
 // It returns the record and the data file of the append.
 func start(t *testing.T, e *env) (liveRecord, iceberg.DataFile) {
@@ -85,12 +101,7 @@ func TestRewriteCommitsOverAnUnrelatedUpsert(t *testing.T) {
 	if res.Attempts != 1 || res.Conflicts != 1 {
 		t.Fatalf("rewrite: %d plans, %d conflicts; want 1 plan that met 1 conflict", res.Attempts, res.Conflicts)
 	}
-	tbl := e.reload()
-	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
-	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 1 {
-		t.Fatalf("%d equality delete files are live; want the writer's one", n)
-	}
-	e.verifyIndex("pk")
+	e.checkRewritten(live, 1)
 }
 
 // A writer deletes, between the plan and the commit, a row of a data file
@@ -115,12 +126,7 @@ func TestRewritePlansAgainAfterAConflictingDelete(t *testing.T) {
 	if res.Attempts != 2 || res.Conflicts != 1 {
 		t.Fatalf("rewrite: %d plans, %d conflicts; want 2 plans after 1 conflict", res.Attempts, res.Conflicts)
 	}
-	tbl := e.reload()
-	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
-	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
-		t.Fatalf("%d equality delete files are live", n)
-	}
-	e.verifyIndex("pk")
+	e.checkRewritten(live, 0)
 }
 
 // With AtIndexed, a rewrite plans on the table snapshot the index covers
@@ -175,15 +181,7 @@ func TestRewriteAtIndexedTakesInAWritersNewDeletes(t *testing.T) {
 		t.Fatalf("rewrite: %d plans, committed %d, %d delete files replaced; want one plan committed, replacing the writer's vector",
 			res.Attempts, res.CommittedSnapshotID, res.DeleteFilesReplaced)
 	}
-	tbl := e.reload()
-	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
-	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
-		t.Fatalf("%d equality delete files are live", n)
-	}
-	if _, err := e.align(ctx, "pk"); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyIndex("pk")
+	e.checkRewritten(live, 0)
 }
 
 // With AtIndexed, a writer's snapshot since the indexed one that replaced
@@ -272,15 +270,7 @@ func rewriteFollowsAnEarlierRewrite(t *testing.T, version int) {
 		t.Fatalf("second rewrite: %d plans, %d equality files removed, %d delete files replaced; want one plan removing the last "+
 			"upsert's file and replacing the first rewrite's deletes", second.Attempts, second.EqualityFilesRemoved, second.DeleteFilesReplaced)
 	}
-	tbl := e.reload()
-	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
-	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
-		t.Fatalf("%d equality delete files are live", n)
-	}
-	if _, err := e.align(ctx, "pk"); err != nil {
-		t.Fatal(err)
-	}
-	e.verifyIndex("pk")
+	e.checkRewritten(live, 0)
 }
 
 // lineageHas reports whether snapshot id is the head of tbl or an ancestor.
@@ -395,12 +385,7 @@ loop:
 		t.Fatal("no rewrite committed while the writer ran")
 	}
 	t.Logf("%d rewrites committed while the writer ran, %d of them on a newer snapshot than planned on", rewrites, behind)
-	tbl := e.reload()
-	sameRows(t, "live rows and the writer's record", live.rows(t, tbl), scanRows(t, tbl))
-	if n := len(testtables.LiveFiles(t, tbl, iceberg.EntryContentEqDeletes)); n != 0 {
-		t.Fatalf("%d equality delete files are live after the final rewrite", n)
-	}
-	e.verifyIndex("pk")
+	e.checkRewritten(live, 0)
 }
 
 // plannedOnParent reports whether the rewrite res committed directly on

@@ -194,20 +194,15 @@ func planOn(ctx context.Context, tbl *table.Table, snap *table.Snapshot, eqFiles
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		existing := roaring64.New()
+		var dels []iceberg.DataFile
 		for _, d := range lf.deletes.Applicable(t.file, t.seq) {
-			if d.File.ContentType() != iceberg.EntryContentPosDeletes {
-				continue
+			if d.File.ContentType() == iceberg.EntryContentPosDeletes {
+				dels = append(dels, d.File)
 			}
-			bm, err := posFiles.positions(ctx, fs, d.File, path, opts)
-			if err != nil {
-				return nil, err
-			}
-			more, err := tablescan.FromDV(bm)
-			if err != nil {
-				return nil, err
-			}
-			existing.Or(more)
+		}
+		existing, err := posFiles.union(ctx, fs, dels, path, opts)
+		if err != nil {
+			return nil, err
 		}
 		rows := uint64(max(t.file.Count(), 0))
 		l := live[path]
@@ -258,6 +253,24 @@ func (pf positionFiles) positions(ctx context.Context, fs iceio.IO, del iceberg.
 		pf[del.FilePath()] = byFile
 	}
 	return byFile[path], nil
+}
+
+// union returns every position of the data file at path that dels
+// delete.
+func (pf positionFiles) union(ctx context.Context, fs iceio.IO, dels []iceberg.DataFile, path string, opts tablescan.Options) (*roaring64.Bitmap, error) {
+	out := roaring64.New()
+	for _, del := range dels {
+		bm, err := pf.positions(ctx, fs, del, path, opts)
+		if err != nil {
+			return nil, err
+		}
+		more, err := tablescan.FromDV(bm)
+		if err != nil {
+			return nil, err
+		}
+		out.Or(more)
+	}
+	return out, nil
 }
 
 // errNotDescribing words a contradiction between the index and the table
