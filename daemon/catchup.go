@@ -42,8 +42,14 @@ func (c *catchUp) expect(need map[int32]int64) {
 	c.check()
 }
 
-// read notes that the record at offset of partition p was read.
+// read notes that the record at offset of partition p was read. Once
+// done, it costs the notifications that follow nothing more.
 func (c *catchUp) read(p int32, offset int64) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.next[p] = max(c.next[p], offset+1)
