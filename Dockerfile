@@ -8,10 +8,11 @@ RUN go mod download
 COPY . .
 # CGO off: a static binary (SQLite through the pure-Go driver).
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/streamidx ./cmd/streamidx \
+	&& CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/streamidx-client ./cmd/streamidx-client \
 	&& mkdir -p /out/var/lib/streamidx
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/streamidx /usr/local/bin/streamidx
+COPY --from=build /out/streamidx /out/streamidx-client /usr/local/bin/
 # The staging store and the default data directory, owned by the image's
 # non-root user (nonroot, uid 65532).
 COPY --from=build --chown=65532:65532 /out/var/lib/streamidx /var/lib/streamidx

@@ -5,7 +5,7 @@
 #               (Postgres, SeaweedFS S3; Docker containers where an engine answers)
 #   make lint   gofmt + go vet
 #   make fuzz   every fuzz target for FUZZTIME each (default 60s)
-#   make build  the streamidx binary in bin/
+#   make build  the streamidx and streamidx-client binaries in bin/
 #   make bench  the performance table (streamidx bench) into bench.json
 #   make bench-go  the Go benchmarks of every package
 
@@ -23,6 +23,7 @@ all: lint test
 
 build:
 	$(GO) build -o bin/streamidx ./cmd/streamidx
+	$(GO) build -o bin/streamidx-client ./cmd/streamidx-client
 
 test:
 	$(GO) test -count=1 -timeout 15m $(PKGS)

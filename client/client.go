@@ -26,7 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/streamidx/streamidx/serve"
+	"github.com/streamidx/streamidx/serve/api"
 )
 
 // Options configure a Client. The zero value selects the defaults.
@@ -81,10 +81,10 @@ func New(base string, opts Options) *Client {
 }
 
 // Request is one lookup.
-type Request = serve.LookupRequest
+type Request = api.LookupRequest
 
 // Header says which snapshots answered a lookup.
-type Header = serve.Header
+type Header = api.Header
 
 // Answer is a lookup's JSON-lines answer.
 type Answer struct {
@@ -152,7 +152,7 @@ func (c *Client) do(ctx context.Context, method, u string, body any, accept stri
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
-		var body struct{ Error, Code string }
+		var body api.ErrorBody
 		if json.Unmarshal(data, &body) == nil && body.Error != "" {
 			e.Code, e.Message = body.Code, body.Error
 		}
@@ -164,7 +164,7 @@ func (c *Client) do(ctx context.Context, method, u string, body any, accept stri
 // Lookup asks for the rows matching q.Where through index of tableName
 // (NS.TABLE), as JSON lines.
 func (c *Client) Lookup(ctx context.Context, tableName, index string, q Request) (*Answer, error) {
-	resp, err := c.do(ctx, http.MethodPost, c.indexURL(tableName, index)+"/lookup", q, "application/x-ndjson")
+	resp, err := c.do(ctx, http.MethodPost, c.indexURL(tableName, index)+"/lookup", q, api.NDJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (c *Client) Lookup(ctx context.Context, tableName, index string, q Request)
 		line := sc.Bytes()
 		if first {
 			first = false
-			var h serve.HeaderLine
+			var h api.HeaderLine
 			if err := json.Unmarshal(line, &h); err != nil {
 				return nil, fmt.Errorf("read the answer's header line: %w", err)
 			}
@@ -232,14 +232,14 @@ func (a *ArrowAnswer) Release() {
 
 // LookupArrow asks for the rows matching q.Where as an Arrow IPC stream.
 func (c *Client) LookupArrow(ctx context.Context, tableName, index string, q Request) (*ArrowAnswer, error) {
-	resp, err := c.do(ctx, http.MethodPost, c.indexURL(tableName, index)+"/lookup", q, serve.ArrowStream)
+	resp, err := c.do(ctx, http.MethodPost, c.indexURL(tableName, index)+"/lookup", q, api.ArrowStream)
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
 	ans := &ArrowAnswer{}
-	fmt.Sscan(resp.Header.Get(serve.HeaderIndexSnapshot), &ans.IndexSnapshotID)
-	fmt.Sscan(resp.Header.Get(serve.HeaderTableSnapshot), &ans.TableSnapshotID)
+	fmt.Sscan(resp.Header.Get(api.HeaderIndexSnapshot), &ans.IndexSnapshotID)
+	fmt.Sscan(resp.Header.Get(api.HeaderTableSnapshot), &ans.TableSnapshotID)
 	rd, err := ipc.NewReader(resp.Body, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		return nil, fmt.Errorf("read the arrow answer: %w", err)
@@ -259,15 +259,13 @@ func (c *Client) LookupArrow(ctx context.Context, tableName, index string, q Req
 }
 
 // Indexes lists the indexes of a table, as `streamidx list` shows them.
-func (c *Client) Indexes(ctx context.Context, tableName string) ([]serve.IndexEntry, error) {
+func (c *Client) Indexes(ctx context.Context, tableName string) ([]api.IndexEntry, error) {
 	resp, err := c.do(ctx, http.MethodGet, c.base+"/v1/tables/"+url.PathEscape(tableName)+"/indexes", nil, "")
 	if err != nil {
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out struct {
-		Indexes []serve.IndexEntry `json:"indexes"`
-	}
+	var out api.IndexList
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("read the index list: %w", err)
 	}
@@ -277,7 +275,7 @@ func (c *Client) Indexes(ctx context.Context, tableName string) ([]serve.IndexEn
 // Inspect describes an index as `streamidx inspect --json` prints it;
 // snapshot picks the index snapshot whose range files are listed (0: the
 // current one).
-func (c *Client) Inspect(ctx context.Context, tableName, index string, snapshot int64) (*serve.Inspection, error) {
+func (c *Client) Inspect(ctx context.Context, tableName, index string, snapshot int64) (*api.Inspection, error) {
 	u := c.indexURL(tableName, index)
 	if snapshot != 0 {
 		u += fmt.Sprintf("?snapshot=%d", snapshot)
@@ -287,7 +285,7 @@ func (c *Client) Inspect(ctx context.Context, tableName, index string, snapshot 
 		return nil, err
 	}
 	defer resp.Body.Close()
-	var out serve.Inspection
+	var out api.Inspection
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return nil, fmt.Errorf("read the index description: %w", err)
 	}

@@ -12,46 +12,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/serve/api"
 )
 
-// LookupRequest is the JSON body of a POST lookup; a GET takes the same
-// fields as query parameters.
-type LookupRequest struct {
-	// Where is the predicate, in the language of `lookup --where`.
-	Where string `json:"where"`
-	// Snapshot is the table snapshot the answer must be exact for; 0 is
-	// the table's current one.
-	Snapshot int64 `json:"snapshot,omitempty"`
-	// Limit stops after this many rows; 0 means no limit (up to the
-	// service's row limit).
-	Limit int64 `json:"limit,omitempty"`
-	// Explain adds the plan and what was read as the last line.
-	Explain bool `json:"explain,omitempty"`
-}
-
-// Header is the first line of a JSON-lines answer.
-type Header struct {
-	Table string `json:"table"`
-	Index string `json:"index"`
-	// IndexSnapshotID is the one index snapshot the answer was read from;
-	// SourceSnapshotID the table snapshot it was built for.
-	IndexSnapshotID  int64 `json:"index_snapshot_id"`
-	SourceSnapshotID int64 `json:"source_snapshot_id"`
-	// TableSnapshotID is the table snapshot the answer is exact for;
-	// CommitsBehind the commits between it and SourceSnapshotID, which
-	// the lookup reconciled.
-	TableSnapshotID int64 `json:"table_snapshot_id"`
-	CommitsBehind   int   `json:"commits_behind"`
-	Rows            int64 `json:"rows"`
-	// Truncated: the lookup stopped at the request's limit.
-	Truncated bool `json:"truncated"`
-}
-
-// HeaderLine is how the header line is wrapped, so that it cannot be
-// taken for a row.
-type HeaderLine struct {
-	Streamidx Header `json:"streamidx"`
-}
+// The bodies of a lookup (see package api).
+type (
+	LookupRequest = api.LookupRequest
+	Header        = api.Header
+	HeaderLine    = api.HeaderLine
+)
 
 func (s *Service) parseLookup(r *http.Request) (LookupRequest, error) {
 	var q LookupRequest
@@ -181,8 +150,8 @@ func (s *Service) lookup(w http.ResponseWriter, r *http.Request) error {
 		}
 		return iw.Close()
 	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	if err := json.NewEncoder(w).Encode(HeaderLine{hdr}); err != nil {
+	w.Header().Set("Content-Type", api.NDJSON)
+	if err := json.NewEncoder(w).Encode(HeaderLine{Streamidx: hdr}); err != nil {
 		return err
 	}
 	return res.WriteJSONLines(w, q.Explain)

@@ -53,15 +53,15 @@ import (
 	"github.com/streamidx/streamidx/internal/indexinfo"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/serve/api"
 )
 
-// ArrowStream is the media type of Arrow IPC stream answers.
-const ArrowStream = "application/vnd.apache.arrow.stream"
-
-// Response headers that name the snapshots of an answer.
+// The media type of Arrow IPC stream answers and the response headers
+// that name the snapshots of an answer (see package api).
 const (
-	HeaderIndexSnapshot = "Streamidx-Index-Snapshot"
-	HeaderTableSnapshot = "Streamidx-Table-Snapshot"
+	ArrowStream         = api.ArrowStream
+	HeaderIndexSnapshot = api.HeaderIndexSnapshot
+	HeaderTableSnapshot = api.HeaderTableSnapshot
 )
 
 // Options configure a Service.
@@ -349,7 +349,7 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Del(HeaderIndexSnapshot)
 	w.Header().Del(HeaderTableSnapshot)
 	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(map[string]string{"error": e.msg, "code": e.code})
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: e.msg, Code: e.code})
 }
 
 // loaded is a table or an index's metadata as read at a time.
@@ -605,7 +605,7 @@ func (s *Service) listIndexes(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	indexinfo.FillBehind(entries, tbl)
-	return writeJSON(w, map[string]any{"table": r.PathValue("table"), "indexes": entries})
+	return writeJSON(w, api.IndexList{Table: r.PathValue("table"), Indexes: entries})
 }
 
 func (s *Service) inspectIndex(w http.ResponseWriter, r *http.Request) error {
@@ -651,10 +651,3 @@ func isGone(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // discard drains a request body so that the connection can be reused.
 func discard(r io.Reader) { _, _ = io.Copy(io.Discard, io.LimitReader(r, 1<<16)) }
-
-// IndexEntry is one index of GET .../indexes, as `streamidx list` shows it.
-type IndexEntry = indexinfo.Entry
-
-// Inspection is the answer of GET .../indexes/{index}, as `streamidx
-// inspect --json` prints it.
-type Inspection = indexinfo.Inspection

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -329,6 +331,11 @@ func benchLookup(ctx context.Context, b *bench) error {
 		b.note("lookup: one key as a process %.1f ms, scan-table process %.1f ms (means of %d)", pv, ps, procs)
 		b.add(figure{Name: "lookup.point.process", Value: pv, Unit: "ms", Baseline: "scan-table --key process", BaselineValue: &ps,
 			Goal: "< 30 ms", Met: ptr(pv < 30)})
+		if b.want("lookup.point.client_process") {
+			if err := b.clientProcesses(ctx, dir, rng, pv); err != nil {
+				return err
+			}
+		}
 	}
 	if b.want("lookup.in10k") {
 		n := min(10_000, b.rows)
@@ -363,6 +370,62 @@ func benchLookup(ctx context.Context, b *bench) error {
 			Goal: "ratio <= 0.2 (5x faster)", Met: ptr(ix.Seconds() <= 0.2*sc.Seconds())})
 	}
 	return nil
+}
+
+// clientProcesses: one-key lookups as whole `streamidx-client lookup`
+// processes, through a `streamidx serve` child on dir's catalogs, beside
+// the mean of the whole `streamidx lookup` processes (baseline, in ms).
+func (b *bench) clientProcesses(ctx context.Context, dir string, rng *rand.Rand, baseline float64) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cl := filepath.Join(filepath.Dir(exe), "streamidx-client")
+	if _, err := os.Stat(cl); err != nil {
+		b.note("lookup: %s is not there (make build builds it beside streamidx): lookup.point.client_process is left out", cl)
+		return nil
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	srv, err := b.startChild(ctx, dir, "serve", "--http", addr)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	base := "http://" + addr
+	if err := waitReady(ctx, base, srv, time.Minute); err != nil {
+		return err
+	}
+	// The first lookup of the service reads the tracking file, which it
+	// keeps: it is left out, as the in-process figures leave it out.
+	const procs = 20
+	var total time.Duration
+	for i := range procs + 1 {
+		key := rng.Int64N(b.rows)
+		cmd := exec.CommandContext(ctx, cl, "lookup", "--server", base, "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", key))
+		cmd.Dir = dir
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		began := time.Now()
+		err := cmd.Run()
+		took := time.Since(began)
+		if err != nil {
+			return fmt.Errorf("streamidx-client lookup of order %d: %w: %s", key, err, stderr.String())
+		}
+		if n := strings.Count(stdout.String(), "\n"); n != 1 {
+			return fmt.Errorf("streamidx-client lookup of order %d: %d rows, want 1: %s", key, n, stdout.String())
+		}
+		if i > 0 {
+			total += took
+		}
+	}
+	cv := ms(total) / procs
+	b.note("lookup: one key as a streamidx-client process through streamidx serve %.1f ms (mean of %d), streamidx lookup process %.1f ms", cv, procs, baseline)
+	b.add(figure{Name: "lookup.point.client_process", Value: cv, Unit: "ms", Baseline: "streamidx lookup process", BaselineValue: &baseline,
+		Goal: "< 30 ms", Met: ptr(cv < 30)})
+	return srv.stop()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

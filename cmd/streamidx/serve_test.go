@@ -11,8 +11,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,12 +123,47 @@ func rawRows(rows []json.RawMessage) []string {
 	return out
 }
 
+// buildClientCommand builds cmd/streamidx-client into a directory of the
+// test and returns its path.
+func buildClientCommand(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	exe := filepath.Join(t.TempDir(), "streamidx-client")
+	if out, err := exec.Command(goTool, "build", "-o", exe, "github.com/streamidx/streamidx/cmd/streamidx-client").CombinedOutput(); err != nil {
+		t.Fatalf("go build streamidx-client: %v\n%s", err, out)
+	}
+	return exe
+}
+
+// runClientCommand runs streamidx-client with args and returns what it
+// printed and its exit status.
+func runClientCommand(t *testing.T, exe string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), "STREAMIDX_SERVE_TOKEN=")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run streamidx-client: %v", err)
+	}
+	return o.String(), e.String(), code
+}
+
 // TestServeAnswersAsLookupJSON: point, IN and range lookups through the
 // service give exactly the rows of `streamidx lookup --json` on the same
 // index, for the index's own table snapshot, for a newer table snapshot
 // the index lags behind (reconciled), and for an older one by id; the
 // header names the snapshots used; the Arrow answer has the same rows; the
-// index list and description are those of list and inspect --json.
+// index list and description are those of list and inspect --json; a
+// streamidx-client process prints what lookup --json prints.
 func TestServeAnswersAsLookupJSON(t *testing.T) {
 	cat, warehouse := testtables.NewCatalog(t)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "orders", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
@@ -141,8 +178,10 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 	tbl, _ = testtables.AddPositionDeletes(t, tbl, testtables.Positions{File: files[0], Pos: []int64{3, 42, 77}})
 	tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(120, 160, 1)...)
 	current := tbl.CurrentSnapshot().SnapshotID
-	cl := newClient(t, startServe(t, c), "")
+	base := startServe(t, c)
+	cl := newClient(t, base, "")
 	ctx := context.Background()
+	clientExe := buildClientCommand(t)
 
 	queries := []struct{ index, where string }{
 		{"pk", "id = 42"},
@@ -168,6 +207,12 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 			if got := rawRows(ans.Rows); !slices.Equal(got, want) {
 				t.Errorf("%s %q at snapshot %d: service answered\n%s\nstreamidx lookup --json printed\n%s",
 					q.index, q.where, snap, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// streamidx-client prints what lookup --json printed.
+			if out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", base, "--table", "test.orders", "--index", q.index,
+				"--where", q.where, "--snapshot", strconv.FormatInt(snap, 10)); code != 0 || out != strings.Join(append(want, ""), "\n") {
+				t.Errorf("%s %q at snapshot %d: streamidx-client exited %d and printed\n%s\n(stderr %s), streamidx lookup --json printed\n%s",
+					q.index, q.where, snap, code, out, stderr, strings.Join(want, "\n"))
 			}
 			wantTable, wantBehind := current, 2
 			if snap == first {
@@ -196,6 +241,30 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 	var x planner.ExplainLine
 	if err := json.Unmarshal(ans.Explain, &x); err != nil || x.Explain.Plan.IndexSnapshotID != ans.Header.IndexSnapshotID || x.Explain.Plan.Predicate == "" {
 		t.Errorf("explain line %s (%v) does not describe the plan", ans.Explain, err)
+	}
+
+	// streamidx-client: the header line names the snapshots; the plan
+	// line comes last; a predicate that does not parse and an unknown
+	// index are errors that say so.
+	out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", base, "--table", "test.orders", "--index", "pk", "--where", "id = 43",
+		"--header", "--explain")
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	var hl struct{ Streamidx client.Header }
+	if code != 0 || len(lines) != 3 || json.Unmarshal([]byte(lines[0]), &hl) != nil || hl.Streamidx.TableSnapshotID != current ||
+		hl.Streamidx.SourceSnapshotID != first || !strings.HasPrefix(lines[2], `{"explain":`) {
+		t.Errorf("streamidx-client lookup --header --explain exited %d and printed\n%s\n(stderr %s); want a header for table snapshot %d from %d, a row, the plan",
+			code, out, stderr, current, first)
+	}
+	for _, bad := range []struct{ index, where, says string }{{"pk", "id = = 3", "bad_predicate"}, {"nope", "id = 3", "no_such_index"}} {
+		out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", base, "--table", "test.orders", "--index", bad.index, "--where", bad.where)
+		if code != 1 || out != "" || !strings.Contains(stderr, bad.says) {
+			t.Errorf("streamidx-client lookup --index %s --where %q exited %d, printed %q, stderr %q; want 1, nothing, an error that says %s",
+				bad.index, bad.where, code, out, stderr, bad.says)
+		}
+	}
+	if out, stderr, code := runClientCommand(t, clientExe, "inspect", "--server", base, "--table", "test.orders", "--index", "pk"); code != 0 ||
+		!strings.Contains(out, `"index": "pk"`) || !strings.Contains(out, `"range_files"`) {
+		t.Errorf("streamidx-client inspect exited %d and printed %s (stderr %s)", code, out, stderr)
 	}
 
 	entries, err := cl.Indexes(ctx, "test.orders")

@@ -16,71 +16,19 @@ import (
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/serve/api"
 )
 
-// Inspection is the stable JSON of `inspect --json`, documented in
-// README.md. Values of index fields are strings in FormatValue's rendering,
-// or null.
-type Inspection struct {
-	Table            string                    `json:"table"`
-	Index            string                    `json:"index"`
-	MetadataLocation string                    `json:"metadata_location"`
-	IndexUUID        string                    `json:"index_uuid"`
-	TableUUID        string                    `json:"table_uuid"`
-	Type             string                    `json:"type"`
-	Location         string                    `json:"location"`
-	Supported        bool                      `json:"supported"`
-	Fields           []Field                   `json:"fields"`
-	Properties       map[string]string         `json:"properties"`
-	Snapshots        []Snapshot                `json:"snapshots"`
-	CurrentSnapshot  *int64                    `json:"current_snapshot_id"`
-	Tracking         *Tracking                 `json:"tracking"`
-	MetadataLog      []format.MetadataLogEntry `json:"metadata_log"`
-}
-
-// Field is one index field.
-type Field struct {
-	ID              int    `json:"id"`
-	Name            string `json:"name"`
-	Kind            string `json:"kind"`
-	Type            string `json:"type"`
-	Expr            string `json:"expr,omitempty"`
-	ClusterPosition int    `json:"cluster_position,omitempty"` // 1-based; 0 when not clustered
-}
-
-// Snapshot is one index snapshot.
-type Snapshot struct {
-	SnapshotID            int64             `json:"snapshot_id"`
-	SourceTableSnapshotID int64             `json:"source_table_snapshot_id"`
-	TimestampMs           int64             `json:"timestamp_ms"`
-	TrackingFile          string            `json:"tracking_file"`
-	Properties            map[string]string `json:"properties,omitempty"`
-}
-
-// Tracking is the tracking file of the inspected index snapshot.
-type Tracking struct {
-	SnapshotID   int64       `json:"snapshot_id"`
-	TrackingFile string      `json:"tracking_file"`
-	RangeFiles   []RangeFile `json:"range_files"`
-	Records      int64       `json:"records"`
-	Bytes        int64       `json:"bytes"`
-}
-
-// RangeFile is one entry of a tracking file.
-type RangeFile struct {
-	FilePath        string            `json:"file_path"`
-	FileFormat      string            `json:"file_format"`
-	RecordCount     int64             `json:"record_count"`
-	FileSizeInBytes int64             `json:"file_size_in_bytes"`
-	GroupMax        []*string         `json:"group_max"`
-	Bounds          map[string]Bounds `json:"bounds"` // by field ID
-}
-
-// Bounds are a field's lower and upper bounds in a range file.
-type Bounds struct {
-	Lower *string `json:"lower"`
-	Upper *string `json:"upper"`
-}
+// The descriptions, as the lookup service answers them (see package api).
+type (
+	Inspection = api.Inspection
+	Field      = api.Field
+	Snapshot   = api.Snapshot
+	Tracking   = api.Tracking
+	RangeFile  = api.RangeFile
+	Bounds     = api.Bounds
+	Entry      = api.IndexEntry
+)
 
 // Target is an index loaded with its table.
 type Target struct {
@@ -101,10 +49,14 @@ func Inspect(ctx context.Context, store *objstore.Store, t Target, snapshot int6
 	out := Inspection{
 		Table: t.TableName, Index: t.IndexName, MetadataLocation: t.MetadataLocation, IndexUUID: md.IndexUUID,
 		TableUUID: md.TableUUID, Type: strings.ToUpper(md.Type), Location: md.Location, Supported: !t.Unsupported,
-		Properties: md.Properties, MetadataLog: md.MetadataLog,
+		Properties: md.Properties,
+	}
+	for _, e := range md.MetadataLog {
+		out.MetadataLog = append(out.MetadataLog, api.MetadataLogEntry{MetadataFile: e.MetadataFile, TimestampMs: e.TimestampMs})
 	}
 	for _, s := range md.Snapshots {
-		out.Snapshots = append(out.Snapshots, Snapshot{s.SnapshotID, s.SourceTableSnapshotID, s.TimestampMs, s.TrackingFile, s.Properties})
+		out.Snapshots = append(out.Snapshots, Snapshot{SnapshotID: s.SnapshotID, SourceTableSnapshotID: s.SourceTableSnapshotID,
+			TimestampMs: s.TimestampMs, TrackingFile: s.TrackingFile, Properties: s.Properties})
 	}
 	if t.Unsupported {
 		return out, nil
@@ -159,7 +111,7 @@ func Inspect(ctx context.Context, store *objstore.Store, t Target, snapshot int6
 		}
 		for _, f := range is.Fields() {
 			if st := te.Stats[f.ID]; st != nil && (st.LowerBound != nil || st.UpperBound != nil) {
-				rf.Bounds[fmt.Sprint(f.ID)] = Bounds{valueString(f, st.LowerBound), valueString(f, st.UpperBound)}
+				rf.Bounds[fmt.Sprint(f.ID)] = Bounds{Lower: valueString(f, st.LowerBound), Upper: valueString(f, st.UpperBound)}
 			}
 		}
 		out.Tracking.RangeFiles = append(out.Tracking.RangeFiles, rf)
@@ -197,22 +149,6 @@ func FindSnapshot(md *format.Metadata, id int64) (*format.Snapshot, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("%w for source snapshot (or with id) %d", ErrNoSuchSnapshot, id)
-}
-
-// Entry is one index in a table's list. An index whose metadata cannot be
-// loaded has Broken set to the reason and Type BROKEN.
-type Entry struct {
-	Index            string `json:"index"`
-	Type             string `json:"type"`
-	Snapshots        int    `json:"snapshots"`
-	SourceSnapshotID *int64 `json:"source_snapshot_id"` // of the current index snapshot; null before the first
-	// CommitsBehind is how many commits of the table's current history
-	// follow SourceSnapshotID (0: the index is current); null when the
-	// index has no snapshot, or its source snapshot is not in that history
-	// (the table was rolled back past it).
-	CommitsBehind    *int   `json:"commits_behind"`
-	MetadataLocation string `json:"metadata_location"`
-	Broken           string `json:"broken,omitempty"`
 }
 
 // FillBehind sets the CommitsBehind of entries against tbl's current
