@@ -25,7 +25,7 @@ func goTool(t *testing.T) string {
 // streamidx-client link none of iceberg-go, the catalogs, the object
 // stores or the planner, whose package initialisation alone takes a whole
 // `streamidx lookup` process most of its time; of streamidx, only the
-// client and the service's vocabulary (serve/api).
+// client, the service's vocabulary (serve/api) and internal/buildinfo.
 func TestClientLinksOnlyTheServiceVocabulary(t *testing.T) {
 	for _, pkg := range []string{"github.com/streamidx/streamidx/client", "github.com/streamidx/streamidx/cmd/streamidx-client"} {
 		out, err := exec.Command(goTool(t), "list", "-deps", pkg).CombinedOutput()
@@ -40,6 +40,7 @@ func TestClientLinksOnlyTheServiceVocabulary(t *testing.T) {
 			"github.com/streamidx/streamidx/client":               true,
 			"github.com/streamidx/streamidx/serve/api":            true,
 			"github.com/streamidx/streamidx/cmd/streamidx-client": true,
+			"github.com/streamidx/streamidx/internal/buildinfo":   true,
 		}
 		for _, d := range deps {
 			heavy := strings.HasPrefix(d, "github.com/apache/iceberg-go") || strings.HasPrefix(d, "github.com/substrait-io/") ||

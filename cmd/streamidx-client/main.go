@@ -32,13 +32,14 @@ import (
 	"time"
 
 	"github.com/streamidx/streamidx/client"
+	"github.com/streamidx/streamidx/internal/buildinfo"
 	"github.com/streamidx/streamidx/serve/api"
 )
 
-// Exit statuses: as `streamidx`'s.
+// Exit statuses: as `streamidx lookup`'s (0, or 2 on any error).
 const (
 	exitOK    = 0
-	exitError = 1
+	exitError = 2
 	exitUsage = 2
 )
 
@@ -57,6 +58,7 @@ commands:
   lookup    the rows matching a predicate, as streamidx lookup --json prints them
   list      the indexes of a table, as the service lists them
   inspect   an index and the range files of one of its snapshots, as streamidx inspect --json
+  version   the version, the commit it was built from and the Go version
 
 Run streamidx-client COMMAND -h for the flags of a command.
 `
@@ -72,6 +74,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return exitOK
 	}
 	cmd, args := args[0], args[1:]
+	if cmd == "version" || cmd == "--version" {
+		fmt.Fprintln(stdout, buildinfo.String("streamidx-client"))
+		return exitOK
+	}
 	fs := flag.NewFlagSet("streamidx-client "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	server := fs.String("server", envOr("STREAMIDX_SERVER", "http://127.0.0.1:9465"), "base `URL` of the lookup service (default $STREAMIDX_SERVER, or http://127.0.0.1:9465)")

@@ -257,14 +257,18 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 	}
 	for _, bad := range []struct{ index, where, says string }{{"pk", "id = = 3", "bad_predicate"}, {"nope", "id = 3", "no_such_index"}} {
 		out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", base, "--table", "test.orders", "--index", bad.index, "--where", bad.where)
-		if code != 1 || out != "" || !strings.Contains(stderr, bad.says) {
-			t.Errorf("streamidx-client lookup --index %s --where %q exited %d, printed %q, stderr %q; want 1, nothing, an error that says %s",
+		if code != 2 || out != "" || !strings.Contains(stderr, bad.says) {
+			t.Errorf("streamidx-client lookup --index %s --where %q exited %d, printed %q, stderr %q; want 2, nothing, an error that says %s",
 				bad.index, bad.where, code, out, stderr, bad.says)
 		}
 	}
 	if out, stderr, code := runClientCommand(t, clientExe, "inspect", "--server", base, "--table", "test.orders", "--index", "pk"); code != 0 ||
 		!strings.Contains(out, `"index": "pk"`) || !strings.Contains(out, `"range_files"`) {
 		t.Errorf("streamidx-client inspect exited %d and printed %s (stderr %s)", code, out, stderr)
+	}
+
+	if out, stderr, code := runClientCommand(t, clientExe, "version"); code != 0 || !strings.HasPrefix(out, "streamidx-client ") {
+		t.Errorf("streamidx-client version exited %d and printed %q (stderr %s)", code, out, stderr)
 	}
 
 	entries, err := cl.Indexes(ctx, "test.orders")
