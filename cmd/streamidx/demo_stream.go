@@ -280,8 +280,10 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	fmt.Fprintf(out, "  streamidx inspect %s --table %s --index by_customer\n", common, demoTable)
 	fmt.Fprintf(out, "  streamidx lookup %s --table %s --index pk --where %s --explain\n", common, demoTable,
 		shellQuote(fmt.Sprintf("order_id = %d", order)))
-	fmt.Fprintf(out, "  streamidx lookup %s --table %s --index by_customer --where %s --limit 5\n\n", common, demoTable,
+	fmt.Fprintf(out, "  streamidx lookup %s --table %s --index by_customer --where %s --limit 5\n", common, demoTable,
 		shellQuote(fmt.Sprintf("customer_id = %d", customer)))
+	fmt.Fprintf(out, "  streamidx serve %s &   # the lookup service, on 127.0.0.1:9465\n", common)
+	fmt.Fprintf(out, "  streamidx-client lookup --table %s --index pk --where %s --header\n\n", demoTable, shellQuote(fmt.Sprintf("order_id = %d", order)))
 	for _, v := range verdicts {
 		fmt.Fprintln(out, v)
 	}
