@@ -146,7 +146,10 @@ func (c *Client) do(ctx context.Context, method, u string, body any, accept stri
 	}
 	resp, err := c.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the lookup service at %s does not answer: %w", c.base, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()

@@ -137,6 +137,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "streamidx-client %s: %v\n", cmd, err)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			fmt.Fprintf(stderr, "streamidx-client %s: nothing listens at %s: start streamidx serve (or run --serve) there, or name the service with --server or STREAMIDX_SERVER\n",
+				cmd, *server)
+		}
 		return exitError
 	}
 	return exitOK

@@ -267,6 +267,11 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 		t.Errorf("streamidx-client inspect exited %d and printed %s (stderr %s)", code, out, stderr)
 	}
 
+	if out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", "http://"+testAddr(t), "--table", "test.orders", "--index", "pk",
+		"--where", "id = 3"); code != 2 || out != "" || !strings.Contains(stderr, "nothing listens at") {
+		t.Errorf("streamidx-client lookup of a service that is not there exited %d, printed %q, stderr %q; want 2, nothing, nothing listens at ...",
+			code, out, stderr)
+	}
 	if out, stderr, code := runClientCommand(t, clientExe, "version"); code != 0 || !strings.HasPrefix(out, "streamidx-client ") {
 		t.Errorf("streamidx-client version exited %d and printed %q (stderr %s)", code, out, stderr)
 	}
