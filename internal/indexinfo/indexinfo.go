@@ -51,6 +51,10 @@ func Inspect(ctx context.Context, store *objstore.Store, t Target, snapshot int6
 		TableUUID: md.TableUUID, Type: strings.ToUpper(md.Type), Location: md.Location, Supported: !t.Unsupported,
 		Properties: md.Properties,
 	}
+	if md.MetadataLog != nil {
+		// An empty log stays [] in the JSON, as it was written.
+		out.MetadataLog = make([]api.MetadataLogEntry, 0, len(md.MetadataLog))
+	}
 	for _, e := range md.MetadataLog {
 		out.MetadataLog = append(out.MetadataLog, api.MetadataLogEntry{MetadataFile: e.MetadataFile, TimestampMs: e.TimestampMs})
 	}
