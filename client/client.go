@@ -26,7 +26,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/streamidx/streamidx/serve/api"
+	"github.com/streamidx/streamidx/api"
 )
 
 // Options configure a Client. The zero value selects the defaults.

@@ -25,7 +25,7 @@ func goTool(t *testing.T) string {
 // streamidx-client link none of iceberg-go, the catalogs, the object
 // stores or the planner, whose package initialisation alone takes a whole
 // `streamidx lookup` process most of its time; of streamidx, only the
-// client, the service's vocabulary (serve/api) and internal/buildinfo.
+// client, the service's vocabulary (api) and internal/buildinfo.
 func TestClientLinksOnlyTheServiceVocabulary(t *testing.T) {
 	for _, pkg := range []string{"github.com/streamidx/streamidx/client", "github.com/streamidx/streamidx/cmd/streamidx-client"} {
 		out, err := exec.Command(goTool(t), "list", "-deps", pkg).CombinedOutput()
@@ -38,7 +38,7 @@ func TestClientLinksOnlyTheServiceVocabulary(t *testing.T) {
 		}
 		ours := map[string]bool{
 			"github.com/streamidx/streamidx/client":               true,
-			"github.com/streamidx/streamidx/serve/api":            true,
+			"github.com/streamidx/streamidx/api":                  true,
 			"github.com/streamidx/streamidx/cmd/streamidx-client": true,
 			"github.com/streamidx/streamidx/internal/buildinfo":   true,
 		}

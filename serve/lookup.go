@@ -11,8 +11,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/streamidx/streamidx/api"
 	"github.com/streamidx/streamidx/planner"
-	"github.com/streamidx/streamidx/serve/api"
 )
 
 // The bodies of a lookup (see package api).

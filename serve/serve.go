@@ -47,13 +47,13 @@ import (
 	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/streamidx/streamidx/api"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/indexinfo"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/planner"
-	"github.com/streamidx/streamidx/serve/api"
 )
 
 // The media type of Arrow IPC stream answers and the response headers

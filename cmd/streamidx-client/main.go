@@ -7,7 +7,7 @@
 // `streamidx lookup` process spends about 90 ms starting, most of it in the
 // package initialisation of iceberg-go's table packages, before it reads
 // anything; this command links only the standard library, arrow-go and the
-// service's vocabulary (packages client and serve/api), and starts in a few
+// service's vocabulary (packages client and api), and starts in a few
 // milliseconds.
 //
 //	streamidx-client lookup --table sales.orders --index pk --where 'id = 42'
@@ -31,9 +31,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/streamidx/streamidx/api"
 	"github.com/streamidx/streamidx/client"
 	"github.com/streamidx/streamidx/internal/buildinfo"
-	"github.com/streamidx/streamidx/serve/api"
 )
 
 // Exit statuses: as `streamidx lookup`'s (0, or 2 on any error).

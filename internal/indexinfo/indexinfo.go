@@ -12,11 +12,11 @@ import (
 
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/api"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
-	"github.com/streamidx/streamidx/serve/api"
 )
 
 // The descriptions, as the lookup service answers them (see package api).
