@@ -146,15 +146,10 @@ func runClientCommand(t *testing.T, exe string, args ...string) (stdout, stderr 
 	cmd.Env = append(os.Environ(), "STREAMIDX_SERVE_TOKEN=")
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("run streamidx-client: %v", err)
+	if err := cmd.Run(); cmd.ProcessState == nil {
+		t.Fatalf("start streamidx-client: %v", err)
 	}
-	return o.String(), e.String(), code
+	return o.String(), e.String(), cmd.ProcessState.ExitCode()
 }
 
 // TestServeAnswersAsLookupJSON: point, IN and range lookups through the
