@@ -20,7 +20,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -41,6 +44,53 @@ type Options struct {
 	// service at an https:// URL whose certificate the system does not
 	// trust (see LoadCA). Default: the system's roots.
 	TLSConfig *tls.Config
+	// Retry says when a call is made again. Default: never.
+	Retry Retry
+}
+
+// Retry makes a call again, up to Attempts more times, when the service
+// refused it for now (503 overloaded: after the Retry-After it names) or
+// could not be reached (a refused or broken connection: a service being
+// restarted; after 50 ms, doubled at each attempt), each wait at most
+// MaxWait. Every call of a Client only reads, so a call made twice answers
+// as once. Errors that another attempt would meet again (a bad predicate,
+// an unknown index, a timeout of the service) are returned at once, as is
+// the context's end.
+type Retry struct {
+	Attempts int
+	// MaxWait caps each wait. Default: 5s.
+	MaxWait time.Duration
+}
+
+// wait is how long to wait before attempt (1 for the first retry) after
+// err, and whether to make it.
+func (r Retry) wait(attempt int, err error, retryAfter string) (time.Duration, bool) {
+	if attempt > r.Attempts {
+		return 0, false
+	}
+	limit := r.MaxWait
+	if limit <= 0 {
+		limit = 5 * time.Second
+	}
+	var e *Error
+	switch {
+	case errors.As(err, &e) && e.Status == http.StatusServiceUnavailable:
+		d := time.Second
+		if secs, perr := strconv.Atoi(strings.TrimSpace(retryAfter)); perr == nil && secs >= 0 {
+			d = time.Duration(secs) * time.Second
+		}
+		return min(d, limit), true
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		// Nothing listens (yet), or the connection broke: a service
+		// being restarted.
+		d := 50 * time.Millisecond
+		for i := 1; i < attempt && d < limit; i++ {
+			d *= 2
+		}
+		return min(d, limit), true
+	default:
+		return 0, false
+	}
 }
 
 // LoadCA returns a TLS configuration that trusts the certificates of the
@@ -123,19 +173,44 @@ func (c *Client) indexURL(tableName, index string) string {
 }
 
 func (c *Client) do(ctx context.Context, method, u string, body any, accept string) (*http.Response, error) {
-	var rd io.Reader
+	var data []byte
 	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+		var err error
+		if data, err = json.Marshal(body); err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+	}
+	for attempt := 1; ; attempt++ {
+		resp, retryAfter, err := c.call(ctx, method, u, data, accept)
+		if err == nil || ctx.Err() != nil {
+			return resp, err
+		}
+		d, again := c.opts.Retry.wait(attempt, err, retryAfter)
+		if !again {
+			return nil, err
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		}
+	}
+}
+
+// call makes one request; retryAfter is the Retry-After of an answer other
+// than 200.
+func (c *Client) call(ctx context.Context, method, u string, data []byte, accept string) (resp *http.Response, retryAfter string, err error) {
+	var rd io.Reader
+	if data != nil {
+		rd = bytes.NewReader(data)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if body != nil {
+	if data != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if accept != "" {
@@ -144,24 +219,24 @@ func (c *Client) do(ctx context.Context, method, u string, body any, accept stri
 	if c.opts.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.opts.Token)
 	}
-	resp, err := c.opts.HTTPClient.Do(req)
+	resp, err = c.opts.HTTPClient.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, err
+			return nil, "", err
 		}
-		return nil, fmt.Errorf("the lookup service at %s does not answer: %w", c.base, err)
+		return nil, "", fmt.Errorf("the lookup service at %s does not answer: %w", c.base, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		e := &Error{Status: resp.StatusCode, Message: strings.TrimSpace(string(msg))}
 		var body api.ErrorBody
-		if json.Unmarshal(data, &body) == nil && body.Error != "" {
+		if json.Unmarshal(msg, &body) == nil && body.Error != "" {
 			e.Code, e.Message = body.Code, body.Error
 		}
-		return nil, e
+		return nil, resp.Header.Get("Retry-After"), e
 	}
-	return resp, nil
+	return resp, "", nil
 }
 
 // Lookup asks for the rows matching q.Where through index of tableName

@@ -82,7 +82,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.SetOutput(stderr)
 	server := fs.String("server", envOr("STREAMIDX_SERVER", "http://127.0.0.1:9465"), "base `URL` of the lookup service (default $STREAMIDX_SERVER, or http://127.0.0.1:9465)")
 	caFile := fs.String("ca-file", "", "PEM `file` of the certificate (or its authority) an https:// service presents, when the system does not trust it")
-	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long, retries included")
+	retries := fs.Int("retries", 2, "ask again up to `N` times when the service answers 503 overloaded (after its Retry-After) or refuses the connection (a restart)")
 	tableName := fs.String("table", "", "table `NS.TABLE`")
 	var err error
 	switch cmd {
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if code, ok := parse(fs, args, stderr, "table", "index", "where"); !ok {
 			return code
 		}
-		err = withClient(ctx, *server, *caFile, *timeout, func(ctx context.Context, c *client.Client) error {
+		err = withClient(ctx, *server, *caFile, *timeout, *retries, func(ctx context.Context, c *client.Client) error {
 			w, err := predicate(*where, stdin)
 			if err != nil {
 				return err
@@ -111,7 +112,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if code, ok := parse(fs, args, stderr, "table"); !ok {
 			return code
 		}
-		err = withClient(ctx, *server, *caFile, *timeout, func(ctx context.Context, c *client.Client) error {
+		err = withClient(ctx, *server, *caFile, *timeout, *retries, func(ctx context.Context, c *client.Client) error {
 			entries, err := c.Indexes(ctx, *tableName)
 			if err != nil {
 				return err
@@ -124,7 +125,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if code, ok := parse(fs, args, stderr, "table", "index"); !ok {
 			return code
 		}
-		err = withClient(ctx, *server, *caFile, *timeout, func(ctx context.Context, c *client.Client) error {
+		err = withClient(ctx, *server, *caFile, *timeout, *retries, func(ctx context.Context, c *client.Client) error {
 			out, err := c.Inspect(ctx, *tableName, *index, *snapshot)
 			if err != nil {
 				return err
@@ -170,8 +171,11 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer, required ...string
 
 // withClient calls do with a client of the service at server, bounded by
 // timeout.
-func withClient(ctx context.Context, server, caFile string, timeout time.Duration, do func(context.Context, *client.Client) error) error {
-	opts := client.Options{Token: os.Getenv("STREAMIDX_SERVE_TOKEN")}
+func withClient(ctx context.Context, server, caFile string, timeout time.Duration, retries int, do func(context.Context, *client.Client) error) error {
+	if retries < 0 {
+		return fmt.Errorf("--retries %d: want 0 or more", retries)
+	}
+	opts := client.Options{Token: os.Getenv("STREAMIDX_SERVE_TOKEN"), Retry: client.Retry{Attempts: retries}}
 	if caFile != "" {
 		tlsConfig, err := client.LoadCA(caFile)
 		if err != nil {
