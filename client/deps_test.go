@@ -25,7 +25,8 @@ func goTool(t *testing.T) string {
 // streamidx-client link none of iceberg-go, the catalogs, the object
 // stores or the planner, whose package initialisation alone takes a whole
 // `streamidx lookup` process most of its time; of streamidx, only the
-// client, the service's vocabulary (api) and internal/buildinfo.
+// client, the service's vocabulary (api), internal/buildinfo and
+// internal/predicatearg.
 func TestClientLinksOnlyTheServiceVocabulary(t *testing.T) {
 	for _, pkg := range []string{"github.com/streamidx/streamidx/client", "github.com/streamidx/streamidx/cmd/streamidx-client"} {
 		out, err := exec.Command(goTool(t), "list", "-deps", pkg).CombinedOutput()
@@ -37,10 +38,11 @@ func TestClientLinksOnlyTheServiceVocabulary(t *testing.T) {
 			t.Fatalf("go list -deps %s listed %d packages: %q", pkg, len(deps), deps)
 		}
 		ours := map[string]bool{
-			"github.com/streamidx/streamidx/client":               true,
-			"github.com/streamidx/streamidx/api":                  true,
-			"github.com/streamidx/streamidx/cmd/streamidx-client": true,
-			"github.com/streamidx/streamidx/internal/buildinfo":   true,
+			"github.com/streamidx/streamidx/client":                true,
+			"github.com/streamidx/streamidx/api":                   true,
+			"github.com/streamidx/streamidx/cmd/streamidx-client":  true,
+			"github.com/streamidx/streamidx/internal/buildinfo":    true,
+			"github.com/streamidx/streamidx/internal/predicatearg": true,
 		}
 		for _, d := range deps {
 			heavy := strings.HasPrefix(d, "github.com/apache/iceberg-go") || strings.HasPrefix(d, "github.com/substrait-io/") ||

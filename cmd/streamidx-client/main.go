@@ -27,13 +27,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/streamidx/streamidx/api"
 	"github.com/streamidx/streamidx/client"
 	"github.com/streamidx/streamidx/internal/buildinfo"
+	"github.com/streamidx/streamidx/internal/predicatearg"
 )
 
 // Exit statuses: as `streamidx lookup`'s (0, or 2 on any error).
@@ -90,15 +90,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "lookup":
 		index := fs.String("index", "", "index `name`")
 		where := fs.String("where", "", "predicate, as streamidx lookup --where takes it; - reads it from standard input")
+		whereFile := fs.String("where-file", "", "read the predicate from `file` (for predicates longer than a command line holds)")
 		snapshot := fs.Int64("snapshot", 0, "table snapshot `id` the answer is exact for (default: current)")
 		limit := fs.Int64("limit", 0, "stop after `N` rows (default: no limit, up to the service's serve.max-rows)")
 		explain := fs.Bool("explain", false, "print the plan and what was read after the rows")
 		header := fs.Bool("header", false, "print the answer's header line (the index and table snapshots it used) before the rows")
-		if code, ok := parse(fs, args, stderr, "table", "index", "where"); !ok {
+		if code, ok := parse(fs, args, stderr, "table", "index"); !ok {
 			return code
 		}
 		err = withClient(ctx, *server, *caFile, *timeout, *retries, func(ctx context.Context, c *client.Client) error {
-			w, err := predicate(*where, stdin)
+			w, err := predicatearg.Read(*where, *whereFile, stdin)
 			if err != nil {
 				return err
 			}
@@ -188,30 +189,6 @@ func withClient(ctx context.Context, server, caFile string, timeout time.Duratio
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return do(ctx, c)
-}
-
-// maxPredicateBytes bounds a predicate read from standard input; the
-// service refuses longer ones anyway (serve.max-predicate-bytes, 64 KiB by
-// default).
-const maxPredicateBytes = 64 << 20
-
-// predicate returns the predicate of --where, read from stdin for -. A
-// blank one is refused, as streamidx lookup refuses it.
-func predicate(where string, stdin io.Reader) (string, error) {
-	if where == "-" {
-		data, err := io.ReadAll(io.LimitReader(stdin, maxPredicateBytes+1))
-		if err != nil {
-			return "", fmt.Errorf("read the predicate from standard input: %w", err)
-		}
-		if len(data) > maxPredicateBytes {
-			return "", fmt.Errorf("the predicate read from standard input is longer than %d MiB", maxPredicateBytes>>20)
-		}
-		where = string(data)
-	}
-	if strings.TrimSpace(where) == "" {
-		return "", errors.New("the predicate is blank: give a condition, such as \"id = 42\"")
-	}
-	return where, nil
 }
 
 // writeAnswer prints the rows of ans and its plan line, as `streamidx

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/predicatearg"
 	"github.com/streamidx/streamidx/planner"
 )
 
@@ -31,7 +32,7 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if *limit < 0 {
 		return exitError, fmt.Errorf("--limit %d: must not be negative", *limit)
 	}
-	where, err := readPredicate(*whereArg, *whereFile)
+	where, err := predicatearg.Read(*whereArg, *whereFile, stdin)
 	if err != nil {
 		return exitError, err
 	}
@@ -67,48 +68,6 @@ func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 
 // stdin is where `--where -` reads the predicate; tests replace it.
 var stdin io.Reader = os.Stdin
-
-// maxPredicateBytes bounds a predicate read from a file or standard input,
-// so that a wrong file (a data file, /dev/zero) fails at once.
-const maxPredicateBytes = 64 << 20
-
-// readPredicate returns the predicate given by --where (- for standard
-// input) or --where-file, exactly one of them. A blank predicate is
-// refused: the planner would read it as "every entry", which is never what
-// someone typing --where meant.
-func readPredicate(where, file string) (string, error) {
-	var src io.Reader
-	what := "--where"
-	switch {
-	case where != "" && file != "":
-		return "", errors.New("give the predicate with --where or with --where-file, not both")
-	case where == "" && file == "":
-		return "", errors.New("missing --where (or --where-file)")
-	case where == "-":
-		src, what = stdin, "the predicate read from standard input"
-	case file != "":
-		f, err := os.Open(file)
-		if err != nil {
-			return "", fmt.Errorf("--where-file: %w", err)
-		}
-		defer f.Close()
-		src, what = f, "the predicate of --where-file "+file
-	}
-	if src != nil {
-		data, err := io.ReadAll(io.LimitReader(src, maxPredicateBytes+1))
-		if err != nil {
-			return "", fmt.Errorf("read %s: %w", what, err)
-		}
-		if len(data) > maxPredicateBytes {
-			return "", fmt.Errorf("%s is longer than %d MiB", what, maxPredicateBytes>>20)
-		}
-		where = string(data)
-	}
-	if strings.TrimSpace(where) == "" {
-		return "", fmt.Errorf("%s is blank: give a condition, such as \"id = 42\"", what)
-	}
-	return where, nil
-}
 
 // writeLookupTable writes the rows as an aligned table for people.
 func writeLookupTable(w io.Writer, res *planner.Result, explain bool) error {

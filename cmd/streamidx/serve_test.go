@@ -238,6 +238,19 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 		t.Errorf("explain line %s (%v) does not describe the plan", ans.Explain, err)
 	}
 
+	// streamidx-client reads a long predicate from a file or its
+	// standard input, as lookup does.
+	long := queries[len(queries)-1]
+	wantLong := strings.Join(append(cliRows(t, c, long.index, long.where, 0), ""), "\n")
+	whereFile := filepath.Join(t.TempDir(), "where.txt")
+	if err := os.WriteFile(whereFile, []byte(long.where), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", base, "--table", "test.orders", "--index", "pk",
+		"--where-file", whereFile); code != 0 || out != wantLong {
+		t.Errorf("streamidx-client --where-file exited %d and printed\n%s\n(stderr %s), want\n%s", code, out, stderr, wantLong)
+	}
+
 	// streamidx-client: the header line names the snapshots; the plan
 	// line comes last; a predicate that does not parse and an unknown
 	// index are errors that say so.
