@@ -376,13 +376,9 @@ func benchLookup(ctx context.Context, b *bench) error {
 // processes, through a `streamidx serve` child on dir's catalogs, beside
 // the mean of the whole `streamidx lookup` processes (baseline, in ms).
 func (b *bench) clientProcesses(ctx context.Context, dir string, rng *rand.Rand, baseline float64) error {
-	exe, err := os.Executable()
+	cl, err := clientBinary()
 	if err != nil {
-		return err
-	}
-	cl := filepath.Join(filepath.Dir(exe), "streamidx-client")
-	if _, err := os.Stat(cl); err != nil {
-		b.note("lookup: %s is not there (make build builds it beside streamidx): lookup.point.client_process is left out", cl)
+		b.note("lookup: %v: lookup.point.client_process is left out", err)
 		return nil
 	}
 	addr, err := freeAddr()
@@ -426,6 +422,27 @@ func (b *bench) clientProcesses(ctx context.Context, dir string, rng *rand.Rand,
 	b.add(figure{Name: "lookup.point.client_process", Value: cv, Unit: "ms", Baseline: "streamidx lookup process", BaselineValue: &baseline,
 		Goal: "< 30 ms", Met: ptr(cv < 30)})
 	return srv.stop()
+}
+
+// clientBinaryEnv names the streamidx-client the bench measures, when not
+// the one beside this executable.
+const clientBinaryEnv = "STREAMIDX_CLIENT_BINARY"
+
+// clientBinary is the streamidx-client the bench measures: $STREAMIDX_CLIENT_BINARY,
+// or the one beside this executable, which make build builds.
+func clientBinary() (string, error) {
+	cl := os.Getenv(clientBinaryEnv)
+	if cl == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", err
+		}
+		cl = filepath.Join(filepath.Dir(exe), "streamidx-client")
+	}
+	if _, err := os.Stat(cl); err != nil {
+		return "", fmt.Errorf("%s is not there (make build builds it beside streamidx; %s names another)", cl, clientBinaryEnv)
+	}
+	return cl, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

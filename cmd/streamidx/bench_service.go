@@ -152,6 +152,32 @@ func benchService(ctx context.Context, b *bench) error {
 		}
 		return nil
 	})
+	// The same as whole streamidx-client processes through the service:
+	// what a script that starts a process per key gets.
+	var clientProcs *client.LoadResult
+	if cl, err := clientBinary(); err != nil {
+		b.note("service: %v: the streamidx-client process figures are left out", err)
+	} else {
+		b.note("service: %d clients for %s as whole streamidx-client processes through the service", serviceClients, others)
+		r := client.RunLoad(ctx, serviceClients, others, func(ctx context.Context, _, _ int) error {
+			k := key()
+			cmd := exec.CommandContext(ctx, cl, "lookup", "--server", base, "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", k))
+			cmd.Dir = dir
+			out, err := cmd.Output()
+			if err != nil {
+				var exit *exec.ExitError
+				if errors.As(err, &exit) {
+					return fmt.Errorf("streamidx-client lookup: %w: %s", err, exit.Stderr)
+				}
+				return fmt.Errorf("streamidx-client lookup: %w", err)
+			}
+			if n := bytes.Count(out, []byte("\n")); n != 1 {
+				return fmt.Errorf("streamidx-client lookup of order %d: %d rows, want 1", k, n)
+			}
+			return nil
+		})
+		clientProcs = &r
+	}
 	b.note("service: %d clients for %s as iceberg-go scans filtered on the key", serviceClients, others)
 	scans := client.RunLoad(ctx, serviceClients, others, func(ctx context.Context, _, _ int) error {
 		t, err := e.cat.LoadTable(ctx, id)
@@ -181,10 +207,15 @@ func benchService(ctx context.Context, b *bench) error {
 	if err := daemon.stop(); err != nil {
 		return err
 	}
-	for _, r := range []struct {
+	type run struct {
 		mode string
 		r    client.LoadResult
-	}{{"service", svc}, {"service, saturated", sat}, {"echo", echoRate}, {"echo, saturated", echoSat}, {"process", procs}, {"scan", scans}} {
+	}
+	runs := []run{{"service", svc}, {"service, saturated", sat}, {"echo", echoRate}, {"echo, saturated", echoSat}, {"process", procs}, {"scan", scans}}
+	if clientProcs != nil {
+		runs = append(runs, run{"streamidx-client process", *clientProcs})
+	}
+	for _, r := range runs {
 		b.note("service: %s: %d lookups, p50 %s, p99 %s, %.1f/s, %d errors", r.mode, r.r.Lookups, r.r.P50, r.r.P99, r.r.PerSecond, r.r.Errors)
 		if r.r.FirstError != nil {
 			return fmt.Errorf("service bench, %s: %d of %d lookups failed, the first with: %w", r.mode, r.r.Errors, r.r.Errors+r.r.Lookups, r.r.FirstError)
@@ -208,6 +239,12 @@ func benchService(ctx context.Context, b *bench) error {
 	b.add(figure{Name: "service.p50", Value: ms(svc.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
 	b.add(figure{Name: "service.throughput", Value: sat.PerSecond, Unit: "lookups/s", Baseline: "streamidx lookup processes", BaselineValue: ptr(procs.PerSecond),
 		Goal: ">= 2000", Met: ptr(sat.PerSecond >= 2000)})
+	if r := clientProcs; r != nil {
+		b.add(figure{Name: "service.client_process_throughput", Value: r.PerSecond, Unit: "lookups/s", Baseline: "streamidx lookup processes",
+			BaselineValue: ptr(procs.PerSecond)})
+		b.add(figure{Name: "service.client_process_p50", Value: ms(r.P50), Unit: "ms", Baseline: "streamidx lookup process p50", BaselineValue: ptr(ms(procs.P50))})
+		b.add(figure{Name: "service.client_process_p99", Value: ms(r.P99), Unit: "ms", Baseline: "streamidx lookup process p99", BaselineValue: ptr(ms(procs.P99))})
+	}
 	b.add(figure{Name: "service.scan_throughput", Value: sat.PerSecond, Unit: "lookups/s", Baseline: "iceberg-go filtered scans", BaselineValue: ptr(scans.PerSecond)})
 	b.add(figure{Name: "service.saturated_p99", Value: ms(sat.P99), Unit: "ms", Baseline: "streamidx lookup process p99", BaselineValue: ptr(ms(procs.P99)),
 		Goal: "< 5 ms", Met: ptr(ms(sat.P99) < 5)})

@@ -91,11 +91,13 @@ func TestBenchRewriteFreshnessFigures(t *testing.T) {
 // TestBenchFigureGroups runs every group of `streamidx bench` but the
 // freshness streams (TestBenchFreshnessFigures runs one) on a tiny table
 // (the lookup service for 4 s, its baselines for 5 s each),
-// with the child processes being this test binary acting as the command:
+// with the child processes being this test binary acting as the command
+// and a streamidx-client built for the test:
 // each group produces its figures, those compared with a baseline carry it
 // and the ratio, and the JSON has every field of the issue.
 func TestBenchFigureGroups(t *testing.T) {
 	t.Setenv("STREAMIDX_TEST_AS_COMMAND", "1") // for the child processes
+	t.Setenv(clientBinaryEnv, buildClientCommand(t))
 	dir := t.TempDir()
 	byName, stdout := benchFigures(t, dir, "--rows", "5000", "--only", "build,incremental,lookup,service,daemon,scan,events,verify", "--duration", "4s")
 	withBaseline := []string{"build.cdc-50-upserts.rows_per_s", "build.cdc-50-upserts.peak_rss",
@@ -103,7 +105,8 @@ func TestBenchFigureGroups(t *testing.T) {
 		"lookup.point.in_process", "lookup.point.process", "lookup.in10k.in_process",
 		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
 		"verify.time", "verify.peak_rss", "service.p99", "service.throughput", "service.scan_throughput",
-		"service.server_p99", "service.saturated_server_p99", "service.echo_p99", "service.echo_saturated_p99", "service.echo_throughput"}
+		"service.server_p99", "service.saturated_server_p99", "service.echo_p99", "service.echo_saturated_p99", "service.echo_throughput",
+		"lookup.point.client_process", "service.client_process_throughput", "service.client_process_p50", "service.client_process_p99"}
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
 		"incremental.tail-0.1pct.p99", "incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
 	// Range files rewritten beside those reused, which a tiny index has none of.
