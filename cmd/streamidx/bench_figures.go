@@ -399,20 +399,11 @@ func (b *bench) clientProcesses(ctx context.Context, dir string, rng *rand.Rand,
 	const procs = 20
 	var total time.Duration
 	for i := range procs + 1 {
-		key := rng.Int64N(b.rows)
-		cmd := exec.CommandContext(ctx, cl, "lookup", "--server", base, "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", key))
-		cmd.Dir = dir
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		began := time.Now()
-		err := cmd.Run()
+		if err := clientLookup(ctx, cl, base, dir, rng.Int64N(b.rows)); err != nil {
+			return err
+		}
 		took := time.Since(began)
-		if err != nil {
-			return fmt.Errorf("streamidx-client lookup of order %d: %w: %s", key, err, stderr.String())
-		}
-		if n := strings.Count(stdout.String(), "\n"); n != 1 {
-			return fmt.Errorf("streamidx-client lookup of order %d: %d rows, want 1: %s", key, n, stdout.String())
-		}
 		if i > 0 {
 			total += took
 		}
@@ -422,6 +413,22 @@ func (b *bench) clientProcesses(ctx context.Context, dir string, rng *rand.Rand,
 	b.add(figure{Name: "lookup.point.client_process", Value: cv, Unit: "ms", Baseline: "streamidx lookup process", BaselineValue: &baseline,
 		Goal: "< 30 ms", Met: ptr(cv < 30)})
 	return srv.stop()
+}
+
+// clientLookup looks one order up as a whole streamidx-client process
+// through the service at base, which must find it.
+func clientLookup(ctx context.Context, cl, base, dir string, key int64) error {
+	cmd := exec.CommandContext(ctx, cl, "lookup", "--server", base, "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", key))
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("streamidx-client lookup of order %d: %w: %s", key, err, stderr.String())
+	}
+	if n := strings.Count(stdout.String(), "\n"); n != 1 {
+		return fmt.Errorf("streamidx-client lookup of order %d: %d rows, want 1: %s", key, n, stdout.String())
+	}
+	return nil
 }
 
 // clientBinaryEnv names the streamidx-client the bench measures, when not

@@ -160,21 +160,7 @@ func benchService(ctx context.Context, b *bench) error {
 	} else {
 		b.note("service: %d clients for %s as whole streamidx-client processes through the service", serviceClients, others)
 		r := client.RunLoad(ctx, serviceClients, others, func(ctx context.Context, _, _ int) error {
-			k := key()
-			cmd := exec.CommandContext(ctx, cl, "lookup", "--server", base, "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", k))
-			cmd.Dir = dir
-			out, err := cmd.Output()
-			if err != nil {
-				var exit *exec.ExitError
-				if errors.As(err, &exit) {
-					return fmt.Errorf("streamidx-client lookup: %w: %s", err, exit.Stderr)
-				}
-				return fmt.Errorf("streamidx-client lookup: %w", err)
-			}
-			if n := bytes.Count(out, []byte("\n")); n != 1 {
-				return fmt.Errorf("streamidx-client lookup of order %d: %d rows, want 1", k, n)
-			}
-			return nil
+			return clientLookup(ctx, cl, base, dir, key())
 		})
 		clientProcs = &r
 	}
