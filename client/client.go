@@ -336,6 +336,25 @@ func (c *Client) LookupArrow(ctx context.Context, tableName, index string, q Req
 	return ans, nil
 }
 
+// LookupArrowTo writes the Arrow IPC stream of the rows matching q.Where to
+// w as the service sends it, without decoding it (pyarrow's
+// ipc.open_stream, arrow-go's ipc.NewReader read it), and returns the ids
+// of the index snapshot it was read from and of the table snapshot it is
+// exact for.
+func (c *Client) LookupArrowTo(ctx context.Context, tableName, index string, q Request, w io.Writer) (indexSnapshotID, tableSnapshotID int64, err error) {
+	resp, err := c.do(ctx, http.MethodPost, c.indexURL(tableName, index)+"/lookup", q, api.ArrowStream)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	fmt.Sscan(resp.Header.Get(api.HeaderIndexSnapshot), &indexSnapshotID)
+	fmt.Sscan(resp.Header.Get(api.HeaderTableSnapshot), &tableSnapshotID)
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return 0, 0, fmt.Errorf("copy the arrow answer: %w", err)
+	}
+	return indexSnapshotID, tableSnapshotID, nil
+}
+
 // Indexes lists the indexes of a table, as `streamidx list` shows them.
 func (c *Client) Indexes(ctx context.Context, tableName string) ([]api.IndexEntry, error) {
 	resp, err := c.do(ctx, http.MethodGet, c.base+"/v1/tables/"+url.PathEscape(tableName)+"/indexes", nil, "")

@@ -27,6 +27,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -95,6 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		limit := fs.Int64("limit", 0, "stop after `N` rows (default: no limit, up to the service's serve.max-rows)")
 		explain := fs.Bool("explain", false, "print the plan and what was read after the rows")
 		header := fs.Bool("header", false, "print the answer's header line (the index and table snapshots it used) before the rows")
+		arrowOut := fs.String("arrow", "", "write the rows as an Arrow IPC stream to `file` (- for standard output) instead of JSON lines; with --header, the snapshots go to standard error")
 		if code, ok := parse(fs, args, stderr, "table", "index"); !ok {
 			return code
 		}
@@ -103,7 +105,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			if err != nil {
 				return err
 			}
-			ans, err := c.Lookup(ctx, *tableName, *index, client.Request{Where: w, Snapshot: *snapshot, Limit: *limit, Explain: *explain})
+			q := client.Request{Where: w, Snapshot: *snapshot, Limit: *limit, Explain: *explain}
+			if *arrowOut != "" {
+				return writeArrow(ctx, c, *tableName, *index, q, *arrowOut, *header, stdout, stderr)
+			}
+			ans, err := c.Lookup(ctx, *tableName, *index, q)
 			if err != nil {
 				return err
 			}
@@ -211,6 +217,44 @@ func writeAnswer(w io.Writer, ans *client.Answer, header bool) error {
 	}
 	_, err := w.Write(buf)
 	return err
+}
+
+// writeArrow writes the Arrow IPC answer to q to the file out (- for
+// stdout), and with header the snapshots it was read from and is exact for
+// to stderr. A file is written whole or not at all: to a temporary name
+// beside it, renamed at the end.
+func writeArrow(ctx context.Context, c *client.Client, tableName, index string, q client.Request, out string, header bool, stdout, stderr io.Writer) error {
+	if q.Explain {
+		return errors.New("--explain comes with the JSON lines answer, not with --arrow")
+	}
+	w, done := stdout, func(err error) error { return err }
+	if out != "-" {
+		f, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".*")
+		if err != nil {
+			return fmt.Errorf("--arrow: %w", err)
+		}
+		w = f
+		done = func(err error) error {
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Rename(f.Name(), out)
+			}
+			if err != nil {
+				os.Remove(f.Name())
+			}
+			return err
+		}
+	}
+	indexSnap, tableSnap, err := c.LookupArrowTo(ctx, tableName, index, q, w)
+	if err = done(err); err != nil {
+		return err
+	}
+	if header {
+		fmt.Fprintf(stderr, "index snapshot %d, exact for table snapshot %d\n", indexSnap, tableSnap)
+	}
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
 	"github.com/streamidx/streamidx/client"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/internal/testtls"
@@ -121,6 +123,25 @@ func rawRows(rows []json.RawMessage) []string {
 		out[i] = string(r)
 	}
 	return out
+}
+
+// arrowRows counts the rows of the Arrow IPC stream in file.
+func arrowRows(file string) (int64, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	rd, err := ipc.NewReader(f)
+	if err != nil {
+		return 0, err
+	}
+	defer rd.Release()
+	var n int64
+	for rd.Next() {
+		n += rd.RecordBatch().NumRows()
+	}
+	return n, rd.Err()
 }
 
 // buildClientCommand builds cmd/streamidx-client into a directory of the
@@ -236,6 +257,20 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 	var x planner.ExplainLine
 	if err := json.Unmarshal(ans.Explain, &x); err != nil || x.Explain.Plan.IndexSnapshotID != ans.Header.IndexSnapshotID || x.Explain.Plan.Predicate == "" {
 		t.Errorf("explain line %s (%v) does not describe the plan", ans.Explain, err)
+	}
+
+	// streamidx-client --arrow: the same rows as an Arrow IPC stream in a
+	// file, the snapshots on stderr.
+	rangeQ := queries[3]
+	wantRange := cliRows(t, c, rangeQ.index, rangeQ.where, 0)
+	arrowFile := filepath.Join(t.TempDir(), "rows.arrows")
+	if out, stderr, code := runClientCommand(t, clientExe, "lookup", "--server", base, "--table", "test.orders", "--index", rangeQ.index,
+		"--where", rangeQ.where, "--arrow", arrowFile, "--header"); code != 0 || out != "" ||
+		!strings.Contains(stderr, fmt.Sprintf("exact for table snapshot %d", current)) {
+		t.Errorf("streamidx-client --arrow exited %d, printed %q, stderr %q", code, out, stderr)
+	}
+	if n, err := arrowRows(arrowFile); err != nil || n != int64(len(wantRange)) {
+		t.Errorf("streamidx-client --arrow wrote %d rows (%v), want the %d of lookup --json", n, err, len(wantRange))
 	}
 
 	// streamidx-client reads a long predicate from a file or its
