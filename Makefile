@@ -21,8 +21,11 @@ FUZZ_TARGETS = ./format:FuzzParseMetadata ./format:FuzzDecodeKey ./format:FuzzRe
 
 all: lint test
 
+# streamidx answers lookups of current indexes itself and hands every other
+# command to streamidx-engine, which it finds beside itself.
 build:
 	$(GO) build -o bin/streamidx ./cmd/streamidx
+	$(GO) build -o bin/streamidx-engine ./cmd/streamidx-engine
 	$(GO) build -o bin/streamidx-client ./cmd/streamidx-client
 
 test:

@@ -8,19 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/arrow-go/v18/arrow/extensions"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 	"github.com/google/uuid"
 )
-
-// ArrowType is the Arrow type that holds values of Iceberg type t: iceberg-go's
-// own mapping, with regular (not large) offsets.
-func ArrowType(t iceberg.Type) (arrow.DataType, error) {
-	dt, err := table.TypeToArrowType(t, false, false)
-	if err != nil {
-		return nil, fmt.Errorf("arrow type of %s: %w", t, err)
-	}
-	return dt, nil
-}
 
 // ValueAt returns row i of an Arrow array as the canonical Go value (see
 // Key), or nil when the row is null. It accepts every Arrow layout that

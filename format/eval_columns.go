@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 )
 
 // RecordColumns gives Evaluate the columns of a record batch read from a
@@ -74,7 +73,7 @@ func (c *recordColumns) Column(id int) (arrow.Array, error) {
 // columnFieldID reads the field ID that Parquet readers and iceberg-go put on
 // Arrow fields; a negative ID means none.
 func columnFieldID(f arrow.Field) (int, bool) {
-	i := f.Metadata.FindKey(table.ArrowParquetFieldIDKey)
+	i := f.Metadata.FindKey(ParquetFieldIDKey)
 	if i < 0 {
 		return 0, false
 	}

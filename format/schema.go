@@ -8,9 +8,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 )
 
 // FieldKind says where an index field's values live.
@@ -274,15 +272,4 @@ func (s *IndexSchema) schema(withNonMaterialized bool) *iceberg.Schema {
 		}
 	}
 	return iceberg.NewSchema(0, nfs...)
-}
-
-// ArrowSchema converts an Iceberg schema from StoredSchema or EntrySchema to
-// Arrow with the Parquet field IDs on every field, using iceberg-go's type
-// mapping.
-func ArrowSchema(sc *iceberg.Schema) (*arrow.Schema, error) {
-	as, err := table.SchemaToArrowSchema(sc, nil, true, false)
-	if err != nil {
-		return nil, fmt.Errorf("arrow schema of index fields: %w", err)
-	}
-	return as, nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/apache/iceberg-go/table"
+	"github.com/streamidx/streamidx/internal/tablemeta"
 )
 
 // ErrTableReplaced is returned (wrapped) by CheckTable when an index's
@@ -31,9 +31,9 @@ var ErrIncompatibleSchema = errors.New("the table's schema changed in a way the 
 // of Validate against the table's current schema (else an error wrapping
 // ErrIncompatibleSchema and the broken rules, naming the columns). An index
 // type this package does not implement is checked for its table only.
-func CheckTable(md *Metadata, tbl *table.Table) error {
-	name := strings.Join(tbl.Identifier(), ".")
-	current := tbl.Metadata().TableUUID().String()
+func CheckTable(md *Metadata, tbl *tablemeta.View) error {
+	name := tbl.Name()
+	current := tbl.UUID
 	if !strings.EqualFold(strings.TrimSpace(md.TableUUID), current) {
 		return fmt.Errorf("%w: index %s was built for table uuid %s, but table %s now has uuid %s: "+
 			"the table was dropped and re-created; drop the index and create it again",
@@ -42,27 +42,10 @@ func CheckTable(md *Metadata, tbl *table.Table) error {
 	if !md.Supported() {
 		return nil
 	}
-	if err := validate(md, tbl.Schema(), tableColumnNames(tbl)); err != nil {
+	if err := validate(md, tbl.Schema(), tbl.ColumnName); err != nil {
 		return fmt.Errorf("index %s no longer fits the current schema of table %s: %w: %w; "+
 			"a schema change that breaks an index definition needs a new index: drop it and create it again",
 			md.IndexUUID, name, ErrIncompatibleSchema, err)
 	}
 	return nil
-}
-
-// tableColumnNames names a field ID after the newest schema of tbl that has
-// it, so that a column dropped since the index was created is still named.
-func tableColumnNames(tbl *table.Table) func(id int) string {
-	schemas := tbl.Metadata().Schemas()
-	return func(id int) string {
-		if name, ok := tbl.Schema().FindColumnName(id); ok {
-			return name
-		}
-		for i := len(schemas) - 1; i >= 0; i-- {
-			if name, ok := schemas[i].FindColumnName(id); ok {
-				return name
-			}
-		}
-		return ""
-	}
 }

@@ -408,3 +408,29 @@ func namespaceKey(ns []string) string {
 	}
 	return encodedNamespacePrefix + string(data)
 }
+
+// Open opens the index catalog that the configuration key
+// catalog.index-catalog names: "sql" in db, the SQL catalog's database
+// (postgres selects PostgreSQL's dialect, SQLite's otherwise), under
+// catalog name; "fs" under warehouse.
+func Open(ctx context.Context, kind string, db *sql.DB, postgres bool, name, warehouse string, opts ...Option) (Catalog, error) {
+	switch kind {
+	case "sql":
+		dialect := DialectSQLite
+		if postgres {
+			dialect = DialectPostgres
+		}
+		c, err := NewSQL(ctx, db, dialect, name, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	case "fs":
+		c, err := NewFS(warehouse, opts...)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("open index catalog: %q is neither sql nor fs", kind)
+}

@@ -89,9 +89,14 @@ func Binary(t *testing.T) string {
 			return
 		}
 		built.dir = dir
-		out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "streamidx"), "github.com/streamidx/streamidx/cmd/streamidx").CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build streamidx: %v\n%s", err, out)
+		// streamidx hands every command but a lookup of a current index
+		// to streamidx-engine, which it finds beside itself.
+		for _, name := range []string{"streamidx", "streamidx-engine"} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(dir, name), "github.com/streamidx/streamidx/cmd/"+name).CombinedOutput()
+			if err != nil {
+				built.err = fmt.Errorf("go build %s: %v\n%s", name, err, out)
+				return
+			}
 		}
 	})
 	if built.err != nil {

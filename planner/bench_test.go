@@ -18,6 +18,7 @@ import (
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 // benchRows is the table size of BenchmarkLookup: STREAMIDX_BENCH_ROWS,
@@ -158,7 +159,7 @@ func benchIndex(b *testing.B, p *Planner, tbl *table.Table, md *format.Metadata,
 	var files, groups, bytes int64
 	b.ResetTimer()
 	for i := range b.N {
-		res, err := p.Lookup(ctx, tbl, md, Query{Where: where(i)})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where(i)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/streamidx/streamidx/compactor"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/tablescan"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 // TestCachedLookupsReadOnce: through a store with a lookup cache, the second
@@ -30,7 +31,7 @@ func TestCachedLookupsReadOnce(t *testing.T) {
 	rows := scanTable(t, tbl, tbl.CurrentSnapshot())
 	lookup := func(where string) *Result {
 		t.Helper()
-		res, err := p.Lookup(ctx, tbl, md, Query{Where: where})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where})
 		if err != nil {
 			t.Fatalf("lookup %s: %v", where, err)
 		}
@@ -91,7 +92,7 @@ func TestPrepareReconcilesAhead(t *testing.T) {
 	buildIndex(t, tbl, md, tbl.SnapshotByID(snaps[1]), buildPaged)
 	rows := scanTable(t, tbl, tbl.CurrentSnapshot())
 	p := New(Options{Store: objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})})
-	if err := p.Prepare(ctx, tbl, md, 0); err != nil {
+	if err := p.Prepare(ctx, reconcile.Table(tbl), md, 0); err != nil {
 		t.Fatal(err)
 	}
 	// Manifest lists and manifests are the Avro files of the metadata.
@@ -106,7 +107,7 @@ func TestPrepareReconcilesAhead(t *testing.T) {
 		}
 	}
 	for _, k := range []int64{42, 10, 310} {
-		res, err := p.Lookup(ctx, tbl, md, Query{Where: fmt.Sprintf("id = %d", k)})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: fmt.Sprintf("id = %d", k)})
 		if err != nil {
 			t.Fatalf("lookup of %d after Prepare, manifests gone: %v", k, err)
 		}
@@ -122,7 +123,7 @@ func TestPrepareReconcilesAhead(t *testing.T) {
 	// The process keeps the manifests it read: forgotten, an unprepared
 	// lookup must read them.
 	tablescan.ForgetManifests()
-	if _, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "id = 42"}); err == nil {
+	if _, err := New(Options{}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id = 42"}); err == nil {
 		t.Error("an unprepared lookup of the lagging index succeeded without the manifests: the test shows nothing")
 	}
 }
@@ -146,11 +147,11 @@ func TestCachedSeekMatchesScan(t *testing.T) {
 		plain := New(Options{})
 		for _, where := range wheres {
 			for round := range 2 { // the second from cached blocks
-				got, err := cached.Lookup(ctx, tbl, md, Query{Where: where})
+				got, err := cached.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where})
 				if err != nil {
 					t.Fatalf("%s: %s: %v", name, where, err)
 				}
-				want, err := plain.Lookup(ctx, tbl, md, Query{Where: where})
+				want, err := plain.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where})
 				if err != nil {
 					t.Fatalf("%s: %s: %v", name, where, err)
 				}
@@ -183,12 +184,12 @@ func TestWideLookupsInParallel(t *testing.T) {
 		keys = append(keys, strconv.Itoa(k))
 	}
 	for _, where := range []string{"id IN (" + strings.Join(keys, ", ") + ")", "_pos < 20", "id >= 0"} {
-		one, err := New(Options{Parallelism: 1}).Lookup(ctx, tbl, md, Query{Where: where})
+		one, err := New(Options{Parallelism: 1}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer one.Release()
-		three, err := New(Options{Parallelism: 3}).Lookup(ctx, tbl, md, Query{Where: where})
+		three, err := New(Options{Parallelism: 3}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +226,7 @@ func TestWarmFillsTheLookupCache(t *testing.T) {
 
 	store := objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})
 	p := New(Options{Store: store})
-	w, err := p.Warm(ctx, tbl, md, 64<<20)
+	w, err := p.Warm(ctx, reconcile.Table(tbl), md, 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +236,7 @@ func TestWarmFillsTheLookupCache(t *testing.T) {
 	before := store.CacheStats().Lookup
 	for _, k := range []int64{0, 10, 42, 160, 199, 310} {
 		where := "id = " + strconv.FormatInt(k, 10)
-		res, err := p.Lookup(ctx, tbl, md, Query{Where: where})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: where})
 		if err != nil {
 			t.Fatalf("lookup %s: %v", where, err)
 		}
@@ -254,7 +255,7 @@ func TestWarmFillsTheLookupCache(t *testing.T) {
 
 	// A budget of one byte reads the first page of the first file only.
 	small := objstore.New(objstore.Options{LookupCacheBytes: 64 << 20})
-	ws, err := New(Options{Store: small}).Warm(ctx, tbl, md, 1)
+	ws, err := New(Options{Store: small}).Warm(ctx, reconcile.Table(tbl), md, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestWarmFillsTheLookupCache(t *testing.T) {
 
 	// Without a lookup cache there is nothing to fill.
 	none := objstore.New(objstore.Options{})
-	wn, err := New(Options{Store: none}).Warm(ctx, tbl, md, 64<<20)
+	wn, err := New(Options{Store: none}).Warm(ctx, reconcile.Table(tbl), md, 64<<20)
 	if err != nil || wn.Bytes != 0 || wn.Files != 0 || wn.Of != w.Of {
 		t.Errorf("Warm without a cache: %+v, %v; want no pages read, %d range files counted", wn, err, w.Of)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 // A lookup through an index clustered by bucket(8, customer_id), then
@@ -38,7 +39,7 @@ func ExamplePlanner_Lookup() {
 	tbl, md := exampleIndexedTable(ctx, dir)
 
 	p := planner.New(planner.Options{})
-	res, err := p.Lookup(ctx, tbl, md, planner.Query{Where: "customer_id IN (3, 5) AND id < 40"})
+	res, err := p.Lookup(ctx, reconcile.Table(tbl), md, planner.Query{Where: "customer_id IN (3, 5) AND id < 40"})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 type lookupCase struct {
@@ -150,7 +151,7 @@ func TestLookupEqualsFilteredScan(t *testing.T) {
 						for _, tc := range casesByIndex[name] {
 							t.Run(pc.name+"/"+name+"/"+layout.name+"/"+tc.where, func(t *testing.T) {
 								for range pc.times {
-									res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where})
+									res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: tc.where})
 									if err != nil {
 										t.Fatalf("lookup: %v", err)
 									}
@@ -197,7 +198,7 @@ func TestPointLookupSkipsPages(t *testing.T) {
 	tbl := history(t, 2)
 	md := newIndex(t, tbl, "pk")
 	buildIndex(t, tbl, md, tbl.CurrentSnapshot(), buildPaged)
-	res, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "id = 42"})
+	res, err := New(Options{}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id = 42"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestPointLookupPrunes(t *testing.T) {
 	md := newIndex(t, tbl, "pk")
 	buildIndex(t, tbl, md, tbl.CurrentSnapshot(), buildSmall)
 	p := New(Options{})
-	res, err := p.Lookup(ctx, tbl, md, Query{Where: "id = 42"})
+	res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id = 42"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestPointLookupPrunes(t *testing.T) {
 		t.Errorf("plan: %+v", res.Plan)
 	}
 	// The tracking file now comes from the cache.
-	res2, err := p.Lookup(ctx, tbl, md, Query{Where: "id IN (42, 43)"})
+	res2, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id IN (42, 43)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +286,7 @@ func TestBucketLookupPrunesByTrackingFile(t *testing.T) {
 	tbl := history(t, 2)
 	md := newIndex(t, tbl, "by_customer")
 	buildIndex(t, tbl, md, tbl.CurrentSnapshot(), buildSmall)
-	res, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "customer_id = 3"})
+	res, err := New(Options{}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "customer_id = 3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestLimit(t *testing.T) {
 	tbl := history(t, 2)
 	md := newIndex(t, tbl, "pk")
 	buildIndex(t, tbl, md, tbl.CurrentSnapshot(), buildSmall)
-	res, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "id >= 100", Limit: 5})
+	res, err := New(Options{}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id >= 100", Limit: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,27 +334,27 @@ func TestLookupErrors(t *testing.T) {
 	p := New(Options{})
 
 	byName := newIndex(t, tbl, "by_name")
-	if _, err := p.Lookup(ctx, tbl, byName, Query{Where: "name = 'ada'"}); !errors.Is(err, ErrNoIndexSnapshot) {
+	if _, err := p.Lookup(ctx, reconcile.Table(tbl), byName, Query{Where: "name = 'ada'"}); !errors.Is(err, ErrNoIndexSnapshot) {
 		t.Errorf("unbuilt index: %v", err)
 	}
 	buildIndex(t, tbl, byName, first, buildSmall)
-	_, err := p.Lookup(ctx, tbl, byName, Query{Where: "name = 'ada'"})
+	_, err := p.Lookup(ctx, reconcile.Table(tbl), byName, Query{Where: "name = 'ada'"})
 	if !errors.Is(err, ErrCannotReconcile) {
 		t.Errorf("stale index without locations: %v", err)
 	}
 	// At the index snapshot's own table snapshot it answers.
-	res, err := p.Lookup(ctx, tbl, byName, Query{Where: "name = 'ada'", TableSnapshotID: first.SnapshotID})
+	res, err := p.Lookup(ctx, reconcile.Table(tbl), byName, Query{Where: "name = 'ada'", TableSnapshotID: first.SnapshotID})
 	if err != nil {
 		t.Fatalf("lookup at the index's table snapshot: %v", err)
 	}
 	res.Release()
 
 	var pe *PredicateError
-	_, err = p.Lookup(ctx, tbl, byName, Query{Where: "name = 'ada' AND customer_id = 3", TableSnapshotID: first.SnapshotID})
+	_, err = p.Lookup(ctx, reconcile.Table(tbl), byName, Query{Where: "name = 'ada' AND customer_id = 3", TableSnapshotID: first.SnapshotID})
 	if !errors.As(err, &pe) || pe.Pos != 18 || !strings.Contains(err.Error(), "name, id") {
 		t.Errorf("condition on a column the index does not store: %v", err)
 	}
-	_, err = p.Lookup(ctx, tbl, byName, Query{Where: "name = 42", TableSnapshotID: first.SnapshotID})
+	_, err = p.Lookup(ctx, reconcile.Table(tbl), byName, Query{Where: "name = 42", TableSnapshotID: first.SnapshotID})
 	if !errors.As(err, &pe) || pe.Pos != 8 || !strings.Contains(err.Error(), "quoted string") {
 		t.Errorf("number for a string column: %v", err)
 	}
@@ -373,7 +374,7 @@ func TestLookupThroughAnUnsupportedIndexScansTheTable(t *testing.T) {
 		Location: "file:///x", Type: "vector"}
 	p := New(Options{})
 	for where, want := range map[string][]int64{"id = 7": {7}, "id = 4": nil, "customer_id = 3 AND id < 20": {3, 10, 17}} {
-		res, err := p.Lookup(ctx, tbl, vector, Query{Where: where})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), vector, Query{Where: where})
 		if err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
@@ -414,7 +415,7 @@ func TestLookupRefusesLiteralsTheColumnCannotHold(t *testing.T) {
 		"id = 9223372036854775808":     "column id: 9223372036854775808 is out of range for long",
 		"id BETWEEN 1 AND 1e999999999": "column id: 1e999999999 is not an integer",
 	} {
-		res, err := p.Lookup(ctx, tbl, byScore, Query{Where: where})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), byScore, Query{Where: where})
 		var pe *PredicateError
 		if !errors.As(err, &pe) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want a predicate error saying %q", where, err, want)

@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/procs"
-	"github.com/streamidx/streamidx/internal/tablescan"
+	"github.com/streamidx/streamidx/internal/tablemeta"
+	"github.com/streamidx/streamidx/planner/source"
 )
+
+// Table is the table a lookup answers for: source.Metadata of its
+// metadata file, or reconcile.Table of a table iceberg-go loaded, which
+// can also answer for an index that lags the table snapshot.
+type Table = source.Table
 
 // ErrNoIndexSnapshot is returned (wrapped) when neither the requested table
 // snapshot nor any of its ancestors has an index snapshot: the index must
@@ -201,7 +203,7 @@ type Stats struct {
 // (one dropped and re-created under the same name), and format.ErrCorruption
 // for a definition that does not fit the table (see format.CheckTable);
 // ErrNoIndexSnapshot; ErrCannotReconcile.
-func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*Result, error) {
+func (p *Planner) Lookup(ctx context.Context, tbl Table, md *format.Metadata, q Query) (*Result, error) {
 	if !md.Supported() {
 		return p.scanTable(ctx, tbl, md, q)
 	}
@@ -223,7 +225,7 @@ func (p *Planner) Lookup(ctx context.Context, tbl *table.Table, md *format.Metad
 // lookup cache, the lookups that follow find both ready: a service that
 // prepares a new table snapshot before it answers for it keeps the
 // reconciliation out of its answers' time.
-func (p *Planner) Prepare(ctx context.Context, tbl *table.Table, md *format.Metadata, id int64) error {
+func (p *Planner) Prepare(ctx context.Context, tbl Table, md *format.Metadata, id int64) error {
 	run, _, err := p.prepare(ctx, tbl, md, id)
 	if run != nil {
 		run.res.Release()
@@ -234,7 +236,7 @@ func (p *Planner) Prepare(ctx context.Context, tbl *table.Table, md *format.Meta
 // prepare is Prepare, returning the run of a lookup without a predicate
 // and the tracking file it would read (nil, nil for an index a table scan
 // answers); the caller releases the run's result.
-func (p *Planner) prepare(ctx context.Context, tbl *table.Table, md *format.Metadata, id int64) (*run, *objstore.Tracking, error) {
+func (p *Planner) prepare(ctx context.Context, tbl Table, md *format.Metadata, id int64) (*run, *objstore.Tracking, error) {
 	if !md.Supported() {
 		return nil, nil, nil // a table scan has nothing to prepare
 	}
@@ -264,7 +266,7 @@ type Warmed struct {
 // service answered its first second of lookups tens of times slower than
 // the next ones without it. Without a lookup cache, or for an index whose
 // leading cluster field is not stored, it reads no pages.
-func (p *Planner) Warm(ctx context.Context, tbl *table.Table, md *format.Metadata, budget int64) (Warmed, error) {
+func (p *Planner) Warm(ctx context.Context, tbl Table, md *format.Metadata, budget int64) (Warmed, error) {
 	var w Warmed
 	run, t, err := p.prepare(ctx, tbl, md, 0)
 	if run != nil {
@@ -297,8 +299,9 @@ func (p *Planner) Warm(ctx context.Context, tbl *table.Table, md *format.Metadat
 
 // plan is a lookup up to the reading of range files: the index snapshot
 // it reads, the predicate resolved, the reconciliation of a lagging index.
-func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*run, *format.Snapshot, error) {
-	pt := p.prepareTable(md, tbl)
+func (p *Planner) plan(ctx context.Context, tbl Table, md *format.Metadata, q Query) (*run, *format.Snapshot, error) {
+	v := tbl.View()
+	pt := p.prepareTable(md, v)
 	if pt.check != nil {
 		return nil, nil, pt.check
 	}
@@ -306,18 +309,18 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadat
 	if err != nil {
 		return nil, nil, err
 	}
-	ch, err := pt.choose(tbl, md, q.TableSnapshotID)
+	ch, err := pt.choose(v, md, q.TableSnapshotID)
 	if err != nil {
 		return nil, nil, err
 	}
-	target, snap, source, behind := ch.target, ch.snap, ch.source, ch.behind
+	target, snap, src, behind := ch.target, ch.snap, ch.source, ch.behind
 	targetSchema, sourceSchema := ch.targetSchema, ch.sourceSchema
 	pr, err := pt.prepare(md, targetSchema, sourceSchema)
 	if err != nil {
 		return nil, nil, err
 	}
 	if pr.isErr != nil {
-		return nil, nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.SnapshotID, pr.isErr)
+		return nil, nil, fmt.Errorf("resolve index %s against table snapshot %d: %w", md.IndexUUID, target.ID, pr.isErr)
 	}
 	r, err := resolve(pred, pr.is, targetSchema, sourceSchema)
 	if err != nil {
@@ -325,75 +328,31 @@ func (p *Planner) plan(ctx context.Context, tbl *table.Table, md *format.Metadat
 	}
 	if behind > 0 && !pr.is.HasLocation() {
 		return nil, nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
-			snap.SnapshotID, source.SnapshotID, behind, target.SnapshotID, ErrCannotReconcile)
+			snap.SnapshotID, src.ID, behind, target.ID, ErrCannotReconcile)
 	}
 	run := p.newRun(pr.columns, r, q.Limit)
 	run.res.Plan = Plan{
-		IndexUUID: md.IndexUUID, IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: source.SnapshotID,
-		TableSnapshotID: target.SnapshotID, CommitsBehind: behind, Predicate: pred.String(),
+		IndexUUID: md.IndexUUID, IndexSnapshotID: snap.SnapshotID, SourceSnapshotID: src.ID,
+		TableSnapshotID: target.ID, CommitsBehind: behind, Predicate: pred.String(),
 	}
 	if behind > 0 {
-		if run.recon, err = p.reconciler(ctx, tbl, md, source, target, targetSchema, run); err != nil {
-			return nil, nil, err
-		}
-		run.res.Plan.RemovedDataFiles = run.recon.removed
-		for _, df := range run.recon.added {
-			run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.File.FilePath())
+		if err := run.reconcile(ctx, tbl, md, src.ID, target.ID, targetSchema); err != nil {
+			run.res.Release()
+			return nil, nil, fmt.Errorf("index snapshot %d is for table snapshot %d, %d commits before %d: %w",
+				snap.SnapshotID, src.ID, behind, target.ID, err)
 		}
 	}
 	return run, snap, nil
 }
 
-// reconciler returns the reconciler of an index snapshot built for table
-// snapshot source with target: from the store's lookup cache when it keeps
-// one, so that the lookups of a lagging index do not each read the
-// manifests and delete files of the commits since.
-func (p *Planner) reconciler(ctx context.Context, tbl *table.Table, md *format.Metadata, source, target *table.Snapshot, schema *iceberg.Schema, ru *run) (*reconciler, error) {
-	if !p.opts.Store.LookupCaching() {
-		return newReconciler(ctx, tbl, source, target, schema, ru.is, p.opts.Allocator)
-	}
-	key := fmt.Sprintf("reconcile/%s/%s/%d/%d/%s", md.IndexUUID, tbl.Metadata().TableUUID(), source.SnapshotID, target.SnapshotID, ru.layout)
-	return objstore.Cached(ctx, p.opts.Store, md.Location, key, func(ctx context.Context) (*reconciler, int64, error) {
-		rc, err := newReconciler(ctx, tbl, source, target, schema, ru.is, memory.DefaultAllocator)
-		if err != nil {
-			return nil, 0, err
-		}
-		// The equality delete files of one table snapshot are mostly those
-		// of the one before: their content is cached by file, not read
-		// again for every table snapshot a lookup meets.
-		rc.shareEqualityDeletes(func(ctx context.Context, del iceberg.DataFile, schema *iceberg.Schema,
-			read func(context.Context) (*tablescan.EqualityDeletes, error)) (*tablescan.EqualityDeletes, error) {
-			return objstore.Cached(ctx, p.opts.Store, del.FilePath(), fmt.Sprintf("equality/%d/%d", schema.ID, schemaFingerprint(schema)), func(ctx context.Context) (*tablescan.EqualityDeletes, int64, error) {
-				set, err := read(ctx)
-				if err != nil {
-					return nil, 0, err
-				}
-				return set, set.Bytes(), nil
-			})
-		})
-		rc.shared = true
-		return rc, rc.size(), nil
-	})
-}
-
-// schemaFingerprint tells schemas with one ID apart: tables do not share
-// schema IDs, and a cached delete file belongs to one table.
-func schemaFingerprint(s *iceberg.Schema) uint64 {
-	h := fnv.New64a()
-	for _, f := range s.Fields() {
-		fmt.Fprintf(h, "%d:%s;", f.ID, f.Type)
-	}
-	return h.Sum64()
-}
-
 // chooseSnapshot walks from the target table snapshot to its ancestors and
 // returns the newest index snapshot built for one of them, that table
 // snapshot and how many commits lie between it and the target.
-func chooseSnapshot(tbl *table.Table, md *format.Metadata, target *table.Snapshot) (*format.Snapshot, *table.Snapshot, int, error) {
-	for behind, s := range lineage.Ancestors(tbl, target) {
-		if snaps := md.SnapshotsForSource(s.SnapshotID); len(snaps) > 0 {
+func chooseSnapshot(v *tablemeta.View, md *format.Metadata, target *tablemeta.Snapshot) (*format.Snapshot, *tablemeta.Snapshot, int, error) {
+	for behind, s := range v.Ancestors(target) {
+		if snaps := md.SnapshotsForSource(s.ID); len(snaps) > 0 {
 			return snaps[0], s, behind, nil
 		}
 	}
-	return nil, nil, 0, fmt.Errorf("table snapshot %d: %w", target.SnapshotID, ErrNoIndexSnapshot)
+	return nil, nil, 0, fmt.Errorf("table snapshot %d: %w", target.ID, ErrNoIndexSnapshot)
 }

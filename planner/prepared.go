@@ -5,12 +5,11 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/internal/tablemeta"
+	"github.com/streamidx/streamidx/planner/source"
 )
 
 // A prepared is what a lookup derives from an index definition and the
@@ -43,7 +42,7 @@ type preparedTable struct {
 // deriving this per lookup cost a service a fifth of its allocation.
 // Shared read-only between lookups.
 type choice struct {
-	target, source             *table.Snapshot
+	target, source             *tablemeta.Snapshot
 	snap                       *format.Snapshot
 	behind                     int
 	targetSchema, sourceSchema *iceberg.Schema
@@ -63,7 +62,7 @@ const maxChoices = 64
 
 // choose returns the choice for table snapshot requested (0: the current
 // one), derived once per index metadata.
-func (pt *preparedTable) choose(tbl *table.Table, md *format.Metadata, requested int64) (*choice, error) {
+func (pt *preparedTable) choose(v *tablemeta.View, md *format.Metadata, requested int64) (*choice, error) {
 	k := choiceKey{md: md, requested: requested}
 	pt.mu.Lock()
 	c, ok := pt.choices[k]
@@ -71,11 +70,11 @@ func (pt *preparedTable) choose(tbl *table.Table, md *format.Metadata, requested
 	if ok {
 		return c, nil
 	}
-	target, err := lineage.Snapshot(tbl, requested)
+	target, err := v.Snapshot(requested)
 	if err != nil {
 		return nil, err
 	}
-	snap, source, behind, err := chooseSnapshot(tbl, md, target)
+	snap, src, behind, err := chooseSnapshot(v, md, target)
 	if err != nil {
 		return nil, err
 	}
@@ -83,8 +82,8 @@ func (pt *preparedTable) choose(tbl *table.Table, md *format.Metadata, requested
 	// for: a schema only widens a column's type (int to long, float to
 	// double, a wider decimal), and range files written under the older
 	// schema are read with the promotion applied.
-	c = &choice{target: target, source: source, snap: snap, behind: behind,
-		targetSchema: lineage.SnapshotSchema(tbl, target), sourceSchema: lineage.SnapshotSchema(tbl, source)}
+	c = &choice{target: target, source: src, snap: snap, behind: behind,
+		targetSchema: v.SnapshotSchema(target), sourceSchema: v.SnapshotSchema(src)}
 	pt.mu.Lock()
 	defer pt.mu.Unlock()
 	if pt.choices == nil || len(pt.choices) >= maxChoices {
@@ -95,18 +94,11 @@ func (pt *preparedTable) choose(tbl *table.Table, md *format.Metadata, requested
 }
 
 // columns are the Arrow schema and columns of an index schema's stored
-// fields.
+// fields (source.Columns; its Exact is filled per pair of schemas, by
+// resolve) and the index schema.
 type columns struct {
-	is      *format.IndexSchema
-	schema  *arrow.Schema
-	colOf   map[int]int // stored field ID -> column
-	fields  []format.IndexField
-	fileCol int // -1 without _file
-	posCol  int // -1 without _pos
-	// layout names the stored fields and their types: what is derived
-	// from a file for one index schema serves another only if they agree
-	// (the lookup cache's keys end with it).
-	layout string
+	is *format.IndexSchema
+	*source.Columns
 }
 
 // preparedKey names an index by its UUID, not its metadata: the spec fixes
@@ -129,16 +121,16 @@ type preparedCache struct {
 
 // Check is format.CheckTable, answered once per index and table metadata
 // file: whether md's definition fits table tbl.
-func (p *Planner) Check(md *format.Metadata, tbl *table.Table) error {
-	return p.prepareTable(md, tbl).check
+func (p *Planner) Check(md *format.Metadata, tbl Table) error {
+	return p.prepareTable(md, tbl.View()).check
 }
 
-// prepareTable checks that md fits table tbl (format.CheckTable), once per
+// prepareTable checks that md fits table v (format.CheckTable), once per
 // table metadata file.
-func (p *Planner) prepareTable(md *format.Metadata, tbl *table.Table) *preparedTable {
-	loc := tbl.MetadataLocation()
+func (p *Planner) prepareTable(md *format.Metadata, v *tablemeta.View) *preparedTable {
+	loc := v.MetadataLocation
 	if loc == "" { // a table not read from a metadata file: nothing to key it by
-		return &preparedTable{check: format.CheckTable(md, tbl)}
+		return &preparedTable{check: format.CheckTable(md, v)}
 	}
 	k := preparedKey{index: md.IndexUUID, location: loc}
 	c := &p.prepared
@@ -148,7 +140,7 @@ func (p *Planner) prepareTable(md *format.Metadata, tbl *table.Table) *preparedT
 	if ok {
 		return pt
 	}
-	pt = &preparedTable{check: format.CheckTable(md, tbl)}
+	pt = &preparedTable{check: format.CheckTable(md, v)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil || len(c.m) >= maxPrepared {
@@ -186,23 +178,23 @@ func storedColumns(is *format.IndexSchema) (*columns, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &columns{is: is, schema: schema, colOf: map[int]int{}, fileCol: -1, posCol: -1}
+	l := &columns{is: is, Columns: &source.Columns{Schema: schema, ColOf: map[int]int{}, FileCol: -1, PosCol: -1}}
 	for i, f := range schema.Fields() {
-		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
+		v, _ := f.Metadata.GetValue(format.ParquetFieldIDKey)
 		id, err := strconv.Atoi(v)
 		if err != nil {
 			return nil, fmt.Errorf("arrow schema of index fields: field %s has no field ID", f.Name)
 		}
-		l.colOf[id] = i
-		l.layout += f.Name + ":" + f.Type.String() + ";"
+		l.ColOf[id] = i
+		l.Layout += f.Name + ":" + f.Type.String() + ";"
 		fld, _ := l.is.Field(id)
-		l.fields = append(l.fields, fld)
+		l.Fields = append(l.Fields, fld)
 		if r, ok := fld.Expr.(format.Ref); ok && fld.Kind == format.KindMaterialized {
 			switch r.ID {
 			case format.FieldIDFile:
-				l.fileCol = i
+				l.FileCol = i
 			case format.FieldIDPos:
-				l.posCol = i
+				l.PosCol = i
 			}
 		}
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/iceberg-go/table"
+	"github.com/apache/iceberg-go"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/objstore"
+	"github.com/streamidx/streamidx/planner/source"
 )
 
 // errLimit stops reading once the limit is reached.
@@ -34,8 +35,10 @@ type run struct {
 	// fileCol and posCol are the columns of _file and _pos, or -1.
 	fileCol, posCol int
 	limit           int64
-	recon           *reconciler
-	res             *Result
+	recon           source.Reconciler
+	// cols are the stored columns as a reconciler sees them.
+	cols *source.Columns
+	res  *Result
 	// narrow is set when the lookup has few key ranges, which land in few
 	// pages; cached when it then reads range files through the store's
 	// lookup cache (readCached); layout is columns.layout.
@@ -45,9 +48,35 @@ type run struct {
 }
 
 func (p *Planner) newRun(c *columns, r *resolved, limit int64) *run {
-	ru := &run{p: p, is: c.is, r: r, mem: p.opts.Allocator, schema: c.schema, colOf: c.colOf, fileCol: c.fileCol, posCol: c.posCol, limit: limit, layout: c.layout}
-	ru.res = &Result{Schema: c.schema, Fields: c.fields, fileCol: c.fileCol, posCol: c.posCol}
+	ru := &run{p: p, is: c.is, r: r, mem: p.opts.Allocator, schema: c.Schema, colOf: c.ColOf, fileCol: c.FileCol, posCol: c.PosCol, limit: limit, layout: c.Layout}
+	cols := *c.Columns
+	cols.Exact = r.exact
+	ru.cols = &cols
+	ru.res = &Result{Schema: c.Schema, Fields: c.Fields, fileCol: c.FileCol, posCol: c.PosCol}
 	return ru
+}
+
+// reconcile makes the run correct its answer with tbl's reconciler from
+// table snapshot from (0: none, a table scan) to to.
+func (ru *run) reconcile(ctx context.Context, tbl Table, md *format.Metadata, from, to int64, schema *iceberg.Schema) error {
+	rc, err := tbl.Reconcile(ctx, source.Request{Index: md, From: from, To: to, Schema: schema,
+		IndexSchema: ru.is, Columns: ru.cols, Store: ru.p.opts.Store, Allocator: ru.p.opts.Allocator})
+	if err != nil {
+		return err
+	}
+	ru.recon = rc
+	ru.res.Plan.RemovedDataFiles = rc.Removed()
+	ru.res.Plan.AddedDataFiles = rc.Added()
+	return nil
+}
+
+// scanAdded reads the live rows of the data files the reconciler found
+// added since the index snapshot's table snapshot.
+func (ru *run) scanAdded(ctx context.Context) error {
+	st := &ru.res.Stats
+	return ru.recon.ScanAdded(ctx, ru.cols, ru.mem, func() { st.DataFilesScanned++ },
+		func(n int64) { st.DataRowsScanned += n },
+		func(stored arrow.RecordBatch) error { return ru.consume(ctx, stored, false) })
 }
 
 // execute reads the index snapshot, then the data files added after it.
@@ -120,7 +149,7 @@ func (ru *run) execute(ctx context.Context, md *format.Metadata, snap *format.Sn
 		}
 	}
 	if ru.recon != nil && !ru.r.none {
-		err := ru.recon.scanAdded(ctx, ru)
+		err := ru.scanAdded(ctx)
 		if errors.Is(err, errLimit) {
 			return nil
 		}
@@ -375,7 +404,7 @@ func (ru *run) onePass() bool {
 func fieldColumns(s *arrow.Schema) map[int]int {
 	cols := make(map[int]int, s.NumFields())
 	for i, f := range s.Fields() {
-		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
+		v, _ := f.Metadata.GetValue(format.ParquetFieldIDKey)
 		if id, err := strconv.Atoi(v); err == nil {
 			cols[id] = i
 		}
@@ -490,7 +519,7 @@ func (ru *run) consume(ctx context.Context, b arrow.RecordBatch, fromIndex bool)
 	if fromIndex {
 		st.EntriesMatched += count
 		if ru.recon != nil && count > 0 {
-			dropped, err := ru.recon.dropDeleted(ctx, ru, b, keep)
+			dropped, err := ru.recon.Drop(ctx, ru.cols, b, keep)
 			if err != nil {
 				return err
 			}

@@ -10,7 +10,10 @@ import (
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/testtables"
+	"github.com/streamidx/streamidx/planner/reconcile"
+	"github.com/streamidx/streamidx/planner/source"
 )
 
 // staleHistory commits, after the two appends an index is built for,
@@ -62,7 +65,7 @@ func TestStaleIndexIsExact(t *testing.T) {
 						for _, tc := range casesByIndex[name] {
 							t.Run(fmt.Sprintf("%s/%s/at%d/%s", pc.name, name, at, tc.where), func(t *testing.T) {
 								for range pc.times {
-									res, err := p.Lookup(ctx, tbl, md, Query{Where: tc.where, TableSnapshotID: target.SnapshotID})
+									res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: tc.where, TableSnapshotID: target.SnapshotID})
 									if err != nil {
 										t.Fatalf("lookup: %v", err)
 									}
@@ -95,7 +98,7 @@ func TestStaleExplainAndCounters(t *testing.T) {
 	tbl, snaps := staleHistory(t, 2)
 	md := newIndex(t, tbl, "pk")
 	buildIndex(t, tbl, md, tbl.SnapshotByID(snaps[1]), buildSmall)
-	res, err := New(Options{}).Lookup(ctx, tbl, md, Query{Where: "id IN (10, 12, 160, 310)"})
+	res, err := New(Options{}).Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id IN (10, 12, 160, 310)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +126,7 @@ func TestChoosesNewestAncestorIndexSnapshot(t *testing.T) {
 	buildIndex(t, tbl, md, tbl.SnapshotByID(snaps[3]), buildSmall)
 	p := New(Options{})
 	for _, tc := range []struct{ at, from int }{{2, 0}, {3, 3}, {6, 3}, {0, 0}} {
-		res, err := p.Lookup(ctx, tbl, md, Query{Where: "id < 50", TableSnapshotID: snaps[tc.at]})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id < 50", TableSnapshotID: snaps[tc.at]})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +138,7 @@ func TestChoosesNewestAncestorIndexSnapshot(t *testing.T) {
 	// A newer index snapshot that is not an ancestor is not used: an index
 	// snapshot of the last table snapshot does not serve the third.
 	buildIndex(t, tbl, md, tbl.SnapshotByID(snaps[6]), buildSmall)
-	res, err := p.Lookup(ctx, tbl, md, Query{Where: "id < 50", TableSnapshotID: snaps[2]})
+	res, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id < 50", TableSnapshotID: snaps[2]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +146,47 @@ func TestChoosesNewestAncestorIndexSnapshot(t *testing.T) {
 	if res.Plan.SourceSnapshotID != snaps[0] {
 		t.Errorf("used the index snapshot of %d for table snapshot %d", res.Plan.SourceSnapshotID, snaps[2])
 	}
-	if _, err := p.Lookup(ctx, tbl, md, Query{Where: "id < 50", TableSnapshotID: 12345}); err == nil || errors.Is(err, ErrNoIndexSnapshot) {
+	if _, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: "id < 50", TableSnapshotID: 12345}); err == nil || errors.Is(err, ErrNoIndexSnapshot) {
 		t.Errorf("unknown table snapshot: %v", err)
+	}
+}
+
+// TestMetadataOnlyTable: a source.Metadata table (the table's metadata
+// file, no manifests) answers every lookup through an index snapshot built
+// for the requested table snapshot exactly as reconcile.Table does, and
+// refuses, with source.ErrMetadataOnly, a lookup through an index that
+// lags the requested snapshot or of a type the planner does not implement.
+func TestMetadataOnlyTable(t *testing.T) {
+	ctx := context.Background()
+	tbl, snaps := staleHistory(t, 3)
+	built := tbl.SnapshotByID(snaps[1])
+	meta := source.Metadata(lineage.View(tbl))
+	p := New(Options{})
+	for _, name := range []string{"pk", "by_customer", "by_day"} {
+		md := newIndex(t, tbl, name)
+		buildIndex(t, tbl, md, built, buildSmall)
+		for _, tc := range casesByIndex[name] {
+			want, err := p.Lookup(ctx, reconcile.Table(tbl), md, Query{Where: tc.where, TableSnapshotID: built.SnapshotID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := p.Lookup(ctx, meta, md, Query{Where: tc.where, TableSnapshotID: built.SnapshotID})
+			if err != nil {
+				t.Fatalf("%s %s: %v", name, tc.where, err)
+			}
+			if g, w := resultRows(got), resultRows(want); !slices.Equal(g, w) || got.Plan.CommitsBehind != 0 {
+				t.Errorf("%s %s: %d rows, reconcile.Table's %d:%s", name, tc.where, len(g), len(w), diffRows(g, w))
+			}
+			got.Release()
+			want.Release()
+			if _, err := p.Lookup(ctx, meta, md, Query{Where: tc.where}); !errors.Is(err, source.ErrMetadataOnly) {
+				t.Errorf("%s %s at the current snapshot, 5 commits ahead of the index: %v, want ErrMetadataOnly", name, tc.where, err)
+			}
+		}
+	}
+	vector := newIndex(t, tbl, "pk")
+	vector.Type = "VECTOR"
+	if _, err := p.Lookup(ctx, meta, vector, Query{Where: "id = 1", TableSnapshotID: built.SnapshotID}); !errors.Is(err, source.ErrMetadataOnly) {
+		t.Errorf("a VECTOR index: %v, want ErrMetadataOnly", err)
 	}
 }

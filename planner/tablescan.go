@@ -7,10 +7,8 @@ import (
 	"slices"
 
 	"github.com/apache/iceberg-go"
-	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/lineage"
 )
 
 // scanTable answers a lookup through an index whose type the planner does
@@ -19,22 +17,23 @@ import (
 // of every data file of the table snapshot, shaped like the answer of an
 // index that stores every primitive column with _file and _pos, and the
 // plan says it was a table scan and why.
-func (p *Planner) scanTable(ctx context.Context, tbl *table.Table, md *format.Metadata, q Query) (*Result, error) {
-	if err := format.CheckTable(md, tbl); err != nil {
+func (p *Planner) scanTable(ctx context.Context, tbl Table, md *format.Metadata, q Query) (*Result, error) {
+	v := tbl.View()
+	if err := format.CheckTable(md, v); err != nil {
 		return nil, err
 	}
 	pred, err := q.predicate()
 	if err != nil {
 		return nil, err
 	}
-	target, err := lineage.Snapshot(tbl, q.TableSnapshotID)
+	target, err := v.Snapshot(q.TableSnapshotID)
 	if err != nil {
 		return nil, err
 	}
-	schema := lineage.SnapshotSchema(tbl, target)
+	schema := v.SnapshotSchema(target)
 	is, err := format.NewIndexSchema(scanDefinition(schema), schema)
 	if err != nil {
-		return nil, fmt.Errorf("table scan of %s: %w", tbl.Identifier(), err)
+		return nil, fmt.Errorf("table scan of %s: %w", v.Name(), err)
 	}
 	r, err := resolve(pred, is, schema)
 	if err != nil {
@@ -46,18 +45,16 @@ func (p *Planner) scanTable(ctx context.Context, tbl *table.Table, md *format.Me
 	}
 	run := p.newRun(cols, r, q.Limit)
 	run.res.Plan = Plan{
-		IndexUUID: md.IndexUUID, TableSnapshotID: target.SnapshotID, Predicate: pred.String(),
+		IndexUUID: md.IndexUUID, TableSnapshotID: target.ID, Predicate: pred.String(),
 		TableScan: fmt.Sprintf("index type %q is not implemented by streamidx: the index is ignored and the table read directly, "+
 			"as the spec requires of a reader that does not implement an index type", md.Type),
 	}
-	if run.recon, err = newReconciler(ctx, tbl, nil, target, schema, is, p.opts.Allocator); err != nil {
-		return nil, err
-	}
-	for _, df := range run.recon.added {
-		run.res.Plan.AddedDataFiles = append(run.res.Plan.AddedDataFiles, df.File.FilePath())
+	if err := run.reconcile(ctx, tbl, md, 0, target.ID, schema); err != nil {
+		run.res.Release()
+		return nil, fmt.Errorf("table scan of %s: %w", v.Name(), err)
 	}
 	if !r.none {
-		if err := run.recon.scanAdded(ctx, run); err != nil && !errors.Is(err, errLimit) {
+		if err := run.scanAdded(ctx); err != nil && !errors.Is(err, errLimit) {
 			run.res.Release()
 			return nil, err
 		}

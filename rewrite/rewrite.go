@@ -310,7 +310,7 @@ func pickIndex(ctx context.Context, indexes indexcatalog.Catalog, id table.Ident
 			}
 			return "", nil, fmt.Errorf("load index %s: %w", n, err)
 		}
-		if err := format.CheckTable(md, tbl); err != nil {
+		if err := format.CheckTable(md, lineage.View(tbl)); err != nil {
 			return "", nil, err
 		}
 		is, err := format.NewIndexSchema(md, tbl.Schema())

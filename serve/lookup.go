@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamidx/streamidx/api"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 // The bodies of a lookup (see package api).
@@ -116,7 +117,7 @@ func (s *Service) lookup(w http.ResponseWriter, r *http.Request) error {
 		if q.Snapshot != 0 && t.Table.SnapshotByID(q.Snapshot) == nil {
 			return &apiError{http.StatusNotFound, "no_such_snapshot", fmt.Sprintf("table %s has no snapshot %d", t.TableName, q.Snapshot)}
 		}
-		res, err = s.planner.Lookup(r.Context(), t.Table, t.Metadata, planner.Query{Where: q.Where, Parsed: pred, TableSnapshotID: q.Snapshot, Limit: limit})
+		res, err = s.planner.Lookup(r.Context(), reconcile.Table(t.Table), t.Metadata, planner.Query{Where: q.Where, Parsed: pred, TableSnapshotID: q.Snapshot, Limit: limit})
 		if err != nil && isGone(err) && attempt < maxAttempts {
 			s.metrics.retries.Inc()
 			continue

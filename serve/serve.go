@@ -54,6 +54,7 @@ import (
 	"github.com/streamidx/streamidx/internal/indexinfo"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 // The media type of Arrow IPC stream answers and the response headers
@@ -504,7 +505,7 @@ func (s *Service) prepareIndexes(ctx context.Context, id table.Identifier, tbl *
 		if l.err != nil || l.md == nil {
 			continue
 		}
-		if err := s.planner.Prepare(ctx, tbl, l.md, 0); err != nil {
+		if err := s.planner.Prepare(ctx, reconcile.Table(tbl), l.md, 0); err != nil {
 			// The lookups that follow meet the same failure and answer it.
 			s.log.Debug("prepare an index for a new table snapshot", "table", strings.Join(id, "."), "index", name, "err", err)
 		}
@@ -557,7 +558,7 @@ func (s *Service) loadIndex(ctx context.Context, tableName, indexName string, sn
 	if err != nil {
 		return t, fmt.Errorf("load index %s of %s: %w", t.IndexName, t.TableName, err)
 	}
-	if err := s.planner.Check(t.Metadata, tbl); err != nil {
+	if err := s.planner.Check(t.Metadata, reconcile.Table(tbl)); err != nil {
 		return t, fmt.Errorf("index %s of %s: %w", t.IndexName, t.TableName, err)
 	}
 	return t, nil
@@ -575,7 +576,7 @@ func (s *Service) Warm(ctx context.Context, tableName, indexName string, budget 
 	if t.Unsupported {
 		return planner.Warmed{}, nil
 	}
-	w, err := s.planner.Warm(ctx, t.Table, t.Metadata, budget)
+	w, err := s.planner.Warm(ctx, reconcile.Table(t.Table), t.Metadata, budget)
 	if err != nil {
 		return w, fmt.Errorf("warm index %s of %s: %w", indexName, tableName, err)
 	}

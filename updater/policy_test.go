@@ -16,6 +16,7 @@ import (
 	"github.com/streamidx/streamidx/internal/tablescan"
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/reconcile"
 )
 
 // TestPoliciesChooseSnapshots: an index built at S0 follows three commits
@@ -105,7 +106,7 @@ func checkLaggingLookups(t *testing.T, e *env, tbl *table.Table) {
 	if md.CurrentSnapshot().SourceTableSnapshotID == tbl.CurrentSnapshot().SnapshotID {
 		t.Fatal("the index does not lag the table")
 	}
-	res, err := planner.New(planner.Options{}).Lookup(ctx, tbl, md, planner.Query{Where: "id >= 0"})
+	res, err := planner.New(planner.Options{}).Lookup(ctx, reconcile.Table(tbl), md, planner.Query{Where: "id >= 0"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/lineage"
 )
 
 // Rebuild publishes a full build of the table's current snapshot on top of
@@ -25,7 +26,7 @@ func (u *Updater) Rebuild(ctx context.Context, props PropertiesFunc) (Stats, err
 	if err != nil {
 		return st, fmt.Errorf("load table: %w", err)
 	}
-	if err := format.CheckTable(md, tbl); err != nil {
+	if err := format.CheckTable(md, lineage.View(tbl)); err != nil {
 		return st, err
 	}
 	st.Table = tbl

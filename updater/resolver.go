@@ -98,7 +98,7 @@ func (u *Updater) peerReaders(ctx context.Context, tbl *table.Table, base *table
 				snap = s
 			}
 		}
-		if snap == nil || format.CheckTable(md, tbl) != nil {
+		if snap == nil || format.CheckTable(md, lineage.View(tbl)) != nil {
 			continue
 		}
 		is, err := format.NewIndexSchema(md, lineage.SnapshotSchema(tbl, base))

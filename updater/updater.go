@@ -180,7 +180,7 @@ func (u *Updater) step(ctx context.Context, props PropertiesFunc, st *Stats) err
 	if err != nil {
 		return fmt.Errorf("load table: %w", err)
 	}
-	if err := format.CheckTable(md, tbl); err != nil {
+	if err := format.CheckTable(md, lineage.View(tbl)); err != nil {
 		return err
 	}
 	st.Table = tbl

@@ -1,106 +1,197 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"strings"
-	"text/tabwriter"
+	"os/signal"
+	"syscall"
 
-	"github.com/streamidx/streamidx/format"
+	_ "github.com/lib/pq" // the postgres database/sql driver
+
+	"github.com/streamidx/streamidx/indexcatalog"
+	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/predicatearg"
+	"github.com/streamidx/streamidx/internal/tablemeta"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/source"
 )
 
-func init() {
-	register(command{name: "lookup", summary: "find the entries matching a predicate through an index, exact for a table snapshot", run: runLookup})
+// lookupArgs is a `streamidx lookup` command line: the global flags
+// (before or after the command) and the lookup's own, as
+// streamidx-engine takes them.
+type lookupArgs struct {
+	configPath, catalogURI, catalogName, warehouse, logLevel string
+
+	table, index     string
+	snapshot, limit  int64
+	where, whereFile string
+	asJSON, explain  bool
+
+	// stdin is what answer read of the standard input (the predicate of
+	// --where -), for the engine to read in turn.
+	stdin []byte
 }
 
-func runLookup(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	f := addIndexFlags(fs, "table snapshot `id` the answer is exact for (default: current)")
-	whereArg := fs.String("where", "", "predicate, e.g. \"customer_id = 42\" or \"ts >= '2026-11-01T00:00:00Z' AND ts < '2026-11-02T00:00:00Z'\"; - reads it from standard input")
-	whereFile := fs.String("where-file", "", "read the predicate from `file` (for predicates longer than a command line holds)")
-	asJSON := fs.Bool("json", false, "print one JSON object per row (stable; see README)")
-	explain := fs.Bool("explain", false, "print the plan and what was read after the rows")
-	limit := fs.Int64("limit", 0, "stop after `N` rows (default: no limit)")
-	if err := f.parse(fs, args); err != nil {
-		return exitError, err
+func (q *lookupArgs) globals(fs *flag.FlagSet) {
+	fs.StringVar(&q.configPath, "config", q.configPath, "")
+	fs.StringVar(&q.catalogURI, "catalog-uri", q.catalogURI, "")
+	fs.StringVar(&q.catalogName, "catalog-name", q.catalogName, "")
+	fs.StringVar(&q.warehouse, "warehouse", q.warehouse, "")
+	fs.StringVar(&q.logLevel, "log-level", q.logLevel, "")
+}
+
+// parseLookup parses args as a lookup command line; ok is false for any
+// other command line, a help request and flags the engine would refuse.
+func parseLookup(args []string) (q *lookupArgs, ok bool) {
+	q = &lookupArgs{}
+	pre := flag.NewFlagSet("streamidx", flag.ContinueOnError)
+	pre.SetOutput(discard)
+	q.globals(pre)
+	if pre.Parse(args) != nil || pre.NArg() == 0 || pre.Arg(0) != "lookup" {
+		return q, false
 	}
-	if *limit < 0 {
-		return exitError, fmt.Errorf("--limit %d: must not be negative", *limit)
+	fs := flag.NewFlagSet("streamidx lookup", flag.ContinueOnError)
+	fs.SetOutput(discard)
+	q.globals(fs)
+	fs.StringVar(&q.table, "table", "", "")
+	fs.StringVar(&q.index, "index", "", "")
+	fs.Int64Var(&q.snapshot, "snapshot", 0, "")
+	fs.StringVar(&q.where, "where", "", "")
+	fs.StringVar(&q.whereFile, "where-file", "", "")
+	fs.BoolVar(&q.asJSON, "json", false, "")
+	fs.BoolVar(&q.explain, "explain", false, "")
+	fs.Int64Var(&q.limit, "limit", 0, "")
+	if fs.Parse(pre.Args()[1:]) != nil || fs.NArg() > 0 {
+		return q, false
 	}
-	where, err := predicatearg.Read(*whereArg, *whereFile, stdin)
+	return q, q.table != "" && q.index != "" && q.limit >= 0
+}
+
+// answer answers the lookup when its index has an index snapshot built
+// for the table snapshot asked for, and prints it as streamidx-engine
+// does. handled is false, with nothing printed, when the engine is to
+// answer instead: it needs more than the table's metadata, or something
+// failed, which the engine then reports in its own words.
+func (q *lookupArgs) answer(stdout, stderr io.Writer) (code int, handled bool) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := q.lookup(ctx, stderr)
 	if err != nil {
-		return exitError, err
-	}
-	if _, err := planner.Parse(where); err != nil {
-		return exitError, err
-	}
-	t, err := f.open(ctx, g)
-	if err != nil {
-		return exitError, err
-	}
-	defer t.Close()
-	// An index of a type streamidx does not implement goes to the planner
-	// too, which ignores it and scans the table.
-	p := planner.New(planner.Options{Store: t.store})
-	res, err := p.Lookup(ctx, t.tbl, t.md, planner.Query{Where: where, TableSnapshotID: f.snapshot, Limit: *limit})
-	if errors.Is(err, planner.ErrNoIndexSnapshot) {
-		return exitError, fmt.Errorf("index %s: %w: run streamidx build", f.index, err)
-	}
-	if err != nil {
-		return exitError, fmt.Errorf("index %s: %w", f.index, err)
+		return 0, false
 	}
 	defer res.Release()
-	if *asJSON {
-		err = res.WriteJSONLines(stdout, *explain)
+	if q.asJSON {
+		err = res.WriteJSONLines(stdout, q.explain)
 	} else {
-		err = writeLookupTable(stdout, res, *explain)
+		err = res.WriteTable(stdout, q.explain)
 	}
 	if err != nil {
-		return exitError, err
+		// Rows may be out already: the engine cannot answer again.
+		fmt.Fprintf(stderr, "streamidx lookup: %v\n", err)
+		return 2, true
 	}
-	return exitOK, nil
+	return 0, true
 }
 
-// stdin is where `--where -` reads the predicate; tests replace it.
-var stdin io.Reader = os.Stdin
+// errEngine is the lookups this program leaves to the engine without
+// trying: a REST catalog, a SQLite catalog not created yet.
+var errEngine = errors.New("left to streamidx-engine")
 
-// writeLookupTable writes the rows as an aligned table for people.
-func writeLookupTable(w io.Writer, res *planner.Result, explain bool) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	names := make([]string, len(res.Fields))
-	for i, f := range res.Fields {
-		names[i] = strings.ToUpper(f.Name)
-	}
-	fmt.Fprintln(tw, strings.Join(names, "\t"))
-	vals := make([]string, len(res.Fields))
-	for _, b := range res.Batches {
-		for i := range int(b.NumRows()) {
-			for c, f := range res.Fields {
-				vals[c] = format.FormatValue(f.Type, format.ValueAtAs(f.Type, b.Column(c), i))
-			}
-			fmt.Fprintln(tw, strings.Join(vals, "\t"))
+func (q *lookupArgs) lookup(ctx context.Context, stderr io.Writer) (*planner.Result, error) {
+	var in io.Reader = os.Stdin
+	if q.where == "-" {
+		data, err := io.ReadAll(os.Stdin)
+		q.stdin = data
+		if err != nil {
+			return nil, err
 		}
+		in = bytes.NewReader(data)
 	}
-	if err := tw.Flush(); err != nil {
-		return err
+	where, err := predicatearg.Read(q.where, q.whereFile, in)
+	if err != nil {
+		return nil, err
 	}
-	note := ""
-	if res.Truncated {
-		note = "; limit reached"
+	pred, err := planner.Parse(where)
+	if err != nil {
+		return nil, err
 	}
-	if n := res.NumRows(); n == 1 {
-		fmt.Fprintf(w, "(1 row%s)\n", note)
-	} else {
-		fmt.Fprintf(w, "(%d rows%s)\n", n, note)
+	cfg, err := config.Resolve(q.configPath, map[string]string{
+		"catalog.uri": q.catalogURI, "catalog.name": q.catalogName,
+		"catalog.warehouse": q.warehouse, "log.level": q.logLevel,
+	})
+	if err != nil {
+		return nil, err
 	}
-	if !explain {
-		return nil
+	ident, err := config.ParseTable(q.table)
+	if err != nil {
+		return nil, err
 	}
-	fmt.Fprintln(w)
-	return res.WriteExplain(w)
+	db, err := openCatalogDB(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	postgres := cfg.CatalogKind() == "postgres"
+	loc, err := tablemeta.NewSQLCatalog(db, postgres, cfg.Catalog.Name).MetadataLocation(ctx, ident)
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Log.Logger(stderr)
+	store := objstore.New(objstore.Options{IOProperties: cfg.IOProperties(), Logger: log})
+	data, err := store.ReadFile(ctx, loc)
+	if err != nil {
+		return nil, err
+	}
+	view, err := tablemeta.Parse(ident, loc, data)
+	if err != nil {
+		return nil, err
+	}
+	indexes, err := indexcatalog.Open(ctx, cfg.Catalog.IndexCatalog, db, postgres, cfg.Catalog.Name, cfg.Catalog.Warehouse,
+		indexcatalog.WithStore(store), indexcatalog.WithLogger(log))
+	if err != nil {
+		return nil, err
+	}
+	defer indexes.Close()
+	md, _, err := indexes.Load(ctx, ident, q.index)
+	if err != nil {
+		return nil, err
+	}
+	if md == nil || !md.Supported() {
+		return nil, errEngine
+	}
+	p := planner.New(planner.Options{Store: store})
+	return p.Lookup(ctx, source.Metadata(view), md, planner.Query{Where: where, Parsed: pred, TableSnapshotID: q.snapshot, Limit: q.limit})
+}
+
+// openCatalogDB opens the database of a SQL catalog that exists.
+func openCatalogDB(ctx context.Context, cfg config.Config) (*sql.DB, error) {
+	switch cfg.CatalogKind() {
+	case "sqlite":
+		path, err := cfg.SQLitePath()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil, errEngine // the engine creates it, and says what is missing
+		}
+		return indexcatalog.OpenSQLite(path)
+	case "postgres":
+		db, err := sql.Open("postgres", cfg.Catalog.URI)
+		if err != nil {
+			return nil, err
+		}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, err
+		}
+		return db, nil
+	}
+	return nil, errEngine
 }

@@ -14,9 +14,12 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/streamidx/streamidx/internal/tablemeta"
 )
 
 // Snapshot returns the table snapshot with the given id, or the table's
@@ -191,4 +194,49 @@ func rewritesDeletesOnly(parent, s *table.Snapshot) bool {
 		}
 	}
 	return true
+}
+
+// views keeps the view of each table metadata file View made: a metadata
+// file never changes, and a service asks for the view at every lookup.
+var views struct {
+	sync.Mutex
+	m map[string]*tablemeta.View
+}
+
+// maxViews bounds the views kept: a few per table a process works on.
+const maxViews = 256
+
+// View is the table-free view of tbl (package tablemeta) that the planner
+// and the index checks read, made once per metadata file.
+func View(tbl *table.Table) *tablemeta.View {
+	key := tbl.MetadataLocation()
+	if key != "" {
+		views.Lock()
+		v, ok := views.m[key]
+		views.Unlock()
+		if ok && slices.Equal(v.Identifier, tbl.Identifier()) {
+			return v
+		}
+	}
+	md := tbl.Metadata()
+	snaps := make([]tablemeta.Snapshot, 0, len(md.Snapshots()))
+	for _, s := range md.Snapshots() {
+		snaps = append(snaps, tablemeta.Snapshot{ID: s.SnapshotID, ParentID: s.ParentSnapshotID, SequenceNumber: s.SequenceNumber,
+			TimestampMs: s.TimestampMs, SchemaID: s.SchemaID, ManifestList: s.ManifestList})
+	}
+	var cur int64
+	if s := tbl.CurrentSnapshot(); s != nil {
+		cur = s.SnapshotID
+	}
+	v := tablemeta.New(tbl.Identifier(), tbl.MetadataLocation(), md.Version(), md.TableUUID().String(), tbl.Location(),
+		md.Properties(), cur, snaps, md.Schemas(), tbl.Schema())
+	if key != "" {
+		views.Lock()
+		if views.m == nil || len(views.m) >= maxViews {
+			views.m = map[string]*tablemeta.View{}
+		}
+		views.m[key] = v
+		views.Unlock()
+	}
+	return v
 }

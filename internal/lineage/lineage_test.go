@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/streamidx/streamidx/internal/tablemeta"
 	"github.com/streamidx/streamidx/internal/testtables"
 )
 
@@ -139,4 +142,90 @@ func TestCyclicParentChainEnds(t *testing.T) {
 	if since, ok := Since(cyclic, head, ids[0]); !ok || len(since) != 2 {
 		t.Errorf("Since(first) on a cycle = %v, %t; want the two snapshots after it", idsOf(since), ok)
 	}
+}
+
+// TestViewIsWhatTheMetadataFileSays holds the two ways to a
+// tablemeta.View equal: View of a table iceberg-go loaded, and
+// tablemeta.Parse of its metadata file, on a history with a schema change;
+// and the view's walks equal this package's.
+func TestViewIsWhatTheMetadataFileSays(t *testing.T) {
+	tbl, ids := history(t)
+	tbl = testtables.UpdateSchema(t, tbl, func(u *table.UpdateSchema) {
+		u.AddColumn([]string{"note"}, iceberg.PrimitiveTypes.String, "", false, nil)
+	})
+	tbl, _ = testtables.Append(t, tbl, append(testtables.OrderRow(99, 0), "n"))
+	data, err := os.ReadFile(strings.TrimPrefix(tbl.MetadataLocation(), "file://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := tablemeta.Parse(tbl.Identifier(), tbl.MetadataLocation(), data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := View(tbl)
+	if View(tbl) != v {
+		t.Error("View of one metadata file made twice")
+	}
+	same := func(what string, a, b any) {
+		t.Helper()
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			t.Errorf("%s: parsed %v, iceberg-go's %v", what, a, b)
+		}
+	}
+	same("identifier", parsed.Name(), v.Name())
+	same("format version", parsed.FormatVersion, v.FormatVersion)
+	same("uuid", parsed.UUID, v.UUID)
+	same("location", parsed.Location, v.Location)
+	same("properties", parsed.Properties, v.Properties)
+	same("current snapshot", parsed.CurrentSnapshotID, v.CurrentSnapshotID)
+	same("current schema", parsed.CurrentSchemaID, v.CurrentSchemaID)
+	if len(parsed.Snapshots()) != len(v.Snapshots()) || len(parsed.Snapshots()) != 4 {
+		t.Fatalf("snapshots: parsed %d, iceberg-go's %d, want 4", len(parsed.Snapshots()), len(v.Snapshots()))
+	}
+	for i, s := range parsed.Snapshots() {
+		w := v.Snapshots()[i]
+		same(fmt.Sprintf("snapshot %d", i), fmt.Sprintf("%d %v %d %d %v %s", s.ID, deref(s.ParentID), s.SequenceNumber, s.TimestampMs, deref(s.SchemaID), s.ManifestList),
+			fmt.Sprintf("%d %v %d %d %v %s", w.ID, deref(w.ParentID), w.SequenceNumber, w.TimestampMs, deref(w.SchemaID), w.ManifestList))
+	}
+	if len(parsed.Schemas) != 2 {
+		t.Fatalf("schemas: %d, want 2", len(parsed.Schemas))
+	}
+	for i, s := range parsed.Schemas {
+		if !s.Equals(v.Schemas[i]) || s.ID != v.Schemas[i].ID {
+			t.Errorf("schema %d: parsed %s, iceberg-go's %s", i, s, v.Schemas[i])
+		}
+	}
+	for _, view := range []*tablemeta.View{parsed, v} {
+		var walk []int64
+		for behind, s := range view.Ancestors(view.SnapshotByID(view.CurrentSnapshotID)) {
+			if behind != len(walk) {
+				t.Errorf("snapshot %d is said to be %d behind, not %d", s.ID, behind, len(walk))
+			}
+			walk = append(walk, s.ID)
+		}
+		same("ancestors", walk, idsOf(walked(t, Ancestors(tbl, tbl.CurrentSnapshot()))))
+		first, err := view.Snapshot(ids[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := view.SnapshotSchema(first).FindFieldByName("note"); ok {
+			t.Error("the schema of a snapshot before the change has the new column")
+		}
+		if cur, err := view.Snapshot(0); err != nil || cur.ID != tbl.CurrentSnapshot().SnapshotID {
+			t.Errorf("Snapshot(0) = %v, %v; want the current one", cur, err)
+		}
+		if _, err := view.Snapshot(42); err == nil {
+			t.Error("Snapshot of an unknown id succeeded")
+		}
+		if f, _ := tbl.Schema().FindFieldByName("note"); view.ColumnName(f.ID) != "note" {
+			t.Errorf("ColumnName(%d) = %q", f.ID, view.ColumnName(f.ID))
+		}
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

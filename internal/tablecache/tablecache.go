@@ -24,15 +24,15 @@ import (
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/streamidx/streamidx/internal/tablemeta"
 )
 
 // Catalog is a catalog.Catalog whose LoadTable returns the table it loaded
 // last while the catalog's row names the same metadata file.
 type Catalog struct {
 	catalog.Catalog
-	db    *sql.DB
-	query string
-	name  string
+	rows *tablemeta.SQLCatalog
 
 	mu   sync.Mutex
 	kept map[string]*table.Table // by namespace and name
@@ -48,11 +48,7 @@ const maxKept = 256
 // New wraps inner, an iceberg-go SQL catalog named name on db; postgres
 // selects PostgreSQL's placeholders (SQLite's otherwise).
 func New(inner catalog.Catalog, db *sql.DB, postgres bool, name string) *Catalog {
-	q := "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?"
-	if postgres {
-		q = "SELECT metadata_location FROM iceberg_tables WHERE catalog_name = $1 AND table_namespace = $2 AND table_name = $3"
-	}
-	return &Catalog{Catalog: inner, db: db, query: q, name: name, kept: map[string]*table.Table{}}
+	return &Catalog{Catalog: inner, rows: tablemeta.NewSQLCatalog(db, postgres, name), kept: map[string]*table.Table{}}
 }
 
 // LoadTable returns table id: the one loaded last when the catalog's row
@@ -63,22 +59,20 @@ func (c *Catalog) LoadTable(ctx context.Context, id table.Identifier) (*table.Ta
 	if len(id) < 2 {
 		return c.Catalog.LoadTable(ctx, id)
 	}
-	ns, name := strings.Join(id[:len(id)-1], "."), id[len(id)-1]
-	key := ns + "\x00" + name
-	var loc sql.NullString
-	err := c.db.QueryRowContext(ctx, c.query, c.name, ns, name).Scan(&loc)
-	if err != nil || !loc.Valid {
+	key := strings.Join(id[:len(id)-1], ".") + "\x00" + id[len(id)-1]
+	loc, err := c.rows.MetadataLocation(ctx, id)
+	if err != nil {
 		return c.load(ctx, id, key)
 	}
 	c.mu.Lock()
 	t := c.kept[key]
 	c.mu.Unlock()
-	if t != nil && t.MetadataLocation() == loc.String {
+	if t != nil && t.MetadataLocation() == loc {
 		return t, nil
 	}
 	// The load serves every caller waiting for it: a caller that gives up
 	// must not fail the others with its "context canceled".
-	v, err, _ := c.loading.Do(key+"\x00"+loc.String, func() (any, error) { return c.load(context.WithoutCancel(ctx), id, key) })
+	v, err, _ := c.loading.Do(key+"\x00"+loc, func() (any, error) { return c.load(context.WithoutCancel(ctx), id, key) })
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func (o *Options) ensureDefaults() {
 // another table (format.CheckTable) is an error, not a report.
 func Verify(ctx context.Context, tbl *table.Table, md *format.Metadata, snap *format.Snapshot, opts Options) (*Report, error) {
 	opts.ensureDefaults()
-	if err := format.CheckTable(md, tbl); err != nil {
+	if err := format.CheckTable(md, lineage.View(tbl)); err != nil {
 		return nil, err
 	}
 	source := tbl.SnapshotByID(snap.SourceTableSnapshotID)

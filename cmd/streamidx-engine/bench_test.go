@@ -97,7 +97,15 @@ func TestBenchRewriteFreshnessFigures(t *testing.T) {
 // and the ratio, and the JSON has every field of the issue.
 func TestBenchFigureGroups(t *testing.T) {
 	t.Setenv("STREAMIDX_TEST_AS_COMMAND", "1") // for the child processes
-	t.Setenv(clientBinaryEnv, buildClientCommand(t))
+	t.Setenv(clientBinaryEnv, buildCommand(t, "streamidx-client"))
+	// The streamidx measured hands what it does not answer to this test
+	// binary, acting as streamidx-engine.
+	t.Setenv(frontBinaryEnv, buildCommand(t, "streamidx"))
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STREAMIDX_ENGINE", self)
 	dir := t.TempDir()
 	byName, stdout := benchFigures(t, dir, "--rows", "5000", "--only", "build,incremental,lookup,service,daemon,scan,events,verify", "--duration", "4s")
 	withBaseline := []string{"build.cdc-50-upserts.rows_per_s", "build.cdc-50-upserts.peak_rss",
@@ -106,7 +114,7 @@ func TestBenchFigureGroups(t *testing.T) {
 		"scan.equality_deletes", "scan.after_rewrite_deletes", "scan.rewrite_deletes_time",
 		"verify.time", "verify.peak_rss", "service.p99", "service.throughput", "service.scan_throughput",
 		"service.server_p99", "service.saturated_server_p99", "service.echo_p99", "service.echo_saturated_p99", "service.echo_throughput",
-		"lookup.point.client_process", "service.client_process_throughput", "service.client_process_p50", "service.client_process_p99"}
+		"lookup.point.client_process", "lookup.point.engine_process", "service.client_process_throughput", "service.client_process_p50", "service.client_process_p99"}
 	withGoal := []string{"build.append.rows_per_s", "build.append.peak_rss", "build.cdc-50-upserts.cores_busy",
 		"incremental.tail-0.1pct.p99", "incremental.uniform-0.1pct.entries_per_s", "events.staged_per_s", "daemon.rss"}
 	// Range files rewritten beside those reused, which a tiny index has none of.

@@ -17,6 +17,7 @@ import (
 	"github.com/streamidx/streamidx/internal/testtables"
 	"github.com/streamidx/streamidx/internal/verify"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/reconcile"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
 )
@@ -101,7 +102,7 @@ func TestIndexOfAReplacedTableIsRefused(t *testing.T) {
 	}
 
 	// The Go APIs refuse the same pair with the sentinel.
-	if _, err := planner.New(planner.Options{}).Lookup(ctx, tbl, md, planner.Query{Where: "id = 110"}); !errors.Is(err, format.ErrTableReplaced) {
+	if _, err := planner.New(planner.Options{}).Lookup(ctx, reconcile.Table(tbl), md, planner.Query{Where: "id = 110"}); !errors.Is(err, format.ErrTableReplaced) {
 		t.Errorf("planner.Lookup: %v, want ErrTableReplaced", err)
 	}
 	if _, err := verify.Verify(ctx, tbl, md, md.CurrentSnapshot(), verify.Options{}); !errors.Is(err, format.ErrTableReplaced) {

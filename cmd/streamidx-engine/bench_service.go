@@ -138,7 +138,7 @@ func benchService(ctx context.Context, b *bench) error {
 	if err != nil {
 		return errors.Join(err, stopStream())
 	}
-	exe, err := os.Executable()
+	exe, err := frontBinary()
 	if err != nil {
 		return errors.Join(err, stopStream())
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/tablecache"
 )
@@ -78,27 +79,10 @@ func (g *globals) register(fs *flag.FlagSet) {
 
 // config loads the file and the environment, then applies the flags.
 func (g *globals) config() (config.Config, error) {
-	c, err := config.Load(g.configPath)
-	if err != nil {
-		return c, err
-	}
-	for key, v := range map[string]string{
+	return config.Resolve(g.configPath, map[string]string{
 		"catalog.uri": g.catalogURI, "catalog.name": g.catalogName,
 		"catalog.warehouse": g.warehouse, "log.level": g.logLevel,
-	} {
-		if v != "" {
-			if err := c.Set(key, v); err != nil {
-				return c, err
-			}
-		}
-	}
-	if err := c.EnsureDefaults(); err != nil {
-		return c, err
-	}
-	if err := c.Validate(); err != nil {
-		return c, fmt.Errorf("invalid configuration: %w", err)
-	}
-	return c, nil
+	})
 }
 
 // env is what a command works with: the configuration, a logger, the Iceberg
@@ -120,7 +104,7 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &env{cfg: cfg, log: newLogger(cfg.Log, g.stderr), props: cfg.IOProperties()}
+	e := &env{cfg: cfg, log: cfg.Log.Logger(g.stderr), props: cfg.IOProperties()}
 	defer func() {
 		if e.sqlitePath != "" {
 			g.sqlitePath = e.sqlitePath
@@ -143,16 +127,6 @@ func openEnv(ctx context.Context, g *globals) (*env, error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
-	var level slog.Level
-	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level}
-	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 func (e *env) openCatalog(ctx context.Context) error {
@@ -237,25 +211,12 @@ func ensureLocalWarehouse(warehouse string) error {
 }
 
 func (e *env) openIndexCatalog(ctx context.Context) error {
-	opts := []indexcatalog.Option{indexcatalog.WithStore(e.store), indexcatalog.WithLogger(e.log)}
-	switch e.cfg.Catalog.IndexCatalog {
-	case "sql":
-		dialect := indexcatalog.DialectSQLite
-		if e.cfg.CatalogKind() == "postgres" {
-			dialect = indexcatalog.DialectPostgres
-		}
-		c, err := indexcatalog.NewSQL(ctx, e.db, dialect, e.cfg.Catalog.Name, opts...)
-		if err != nil {
-			return err
-		}
-		e.indexes = c
-	case "fs":
-		c, err := indexcatalog.NewFS(e.cfg.Catalog.Warehouse, opts...)
-		if err != nil {
-			return err
-		}
-		e.indexes = c
+	c, err := indexcatalog.Open(ctx, e.cfg.Catalog.IndexCatalog, e.db, e.cfg.CatalogKind() == "postgres", e.cfg.Catalog.Name,
+		e.cfg.Catalog.Warehouse, indexcatalog.WithStore(e.store), indexcatalog.WithLogger(e.log))
+	if err != nil {
+		return err
 	}
+	e.indexes = c
 	return nil
 }
 
@@ -296,7 +257,7 @@ func (e *env) loadIndex(ctx context.Context, tableName, index string) (*table.Ta
 	if md == nil {
 		return tbl, id, nil, "", err
 	}
-	if cerr := format.CheckTable(md, tbl); errors.Is(cerr, format.ErrTableReplaced) {
+	if cerr := format.CheckTable(md, lineage.View(tbl)); errors.Is(cerr, format.ErrTableReplaced) {
 		return tbl, id, nil, "", fmt.Errorf("index %s of %s: %w (streamidx drop --table %s --index %s, then streamidx create)",
 			index, tableName, cerr, tableName, index)
 	} else if cerr != nil {

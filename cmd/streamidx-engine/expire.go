@@ -10,6 +10,7 @@ import (
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/lineage"
 )
 
 func init() {
@@ -68,7 +69,7 @@ func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		return exitError, fmt.Errorf("--max-age %s: want 0 (no age limit) or a positive duration", opts.MaxAge)
 	}
 	res, err := flush.Expire(ctx, e.indexes, id, *indexName, func(md *format.Metadata) (*format.IndexSchema, error) {
-		if err := format.CheckTable(md, tbl); err != nil {
+		if err := format.CheckTable(md, lineage.View(tbl)); err != nil {
 			return nil, err
 		}
 		return format.NewIndexSchema(md, tbl.Schema())

@@ -144,17 +144,18 @@ func arrowRows(file string) (int64, error) {
 	return n, rd.Err()
 }
 
-// buildClientCommand builds cmd/streamidx-client into a directory of the
+// buildCommand builds cmd/<name> (streamidx-client, or the streamidx that
+// answers lookups of current indexes itself) into a directory of the
 // test and returns its path.
-func buildClientCommand(t *testing.T) string {
+func buildCommand(t *testing.T, name string) string {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
 	}
-	exe := filepath.Join(t.TempDir(), "streamidx-client")
-	if out, err := exec.Command(goTool, "build", "-o", exe, "github.com/streamidx/streamidx/cmd/streamidx-client").CombinedOutput(); err != nil {
-		t.Fatalf("go build streamidx-client: %v\n%s", err, out)
+	exe := filepath.Join(t.TempDir(), name)
+	if out, err := exec.Command(goTool, "build", "-o", exe, "github.com/streamidx/streamidx/cmd/"+name).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
 	}
 	return exe
 }
@@ -197,7 +198,7 @@ func TestServeAnswersAsLookupJSON(t *testing.T) {
 	base := startServe(t, c)
 	cl := newClient(t, base, "")
 	ctx := context.Background()
-	clientExe := buildClientCommand(t)
+	clientExe := buildCommand(t, "streamidx-client")
 
 	queries := []struct{ index, where string }{
 		{"pk", "id = 42"},

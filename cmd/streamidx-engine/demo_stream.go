@@ -131,7 +131,7 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 		return exitError, err
 	}
 	defer e.Close()
-	e.log = newLogger(e.cfg.Log, logFile)
+	e.log = e.cfg.Log.Logger(logFile)
 	id, err := config.ParseTable(demoTable)
 	if err != nil {
 		return exitError, err

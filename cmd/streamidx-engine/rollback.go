@@ -13,6 +13,7 @@ import (
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 )
 
@@ -61,7 +62,7 @@ func runRollback(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 		return exitError, fmt.Errorf("index %s of %s: %w", *indexName, *tableName, err)
 	}
 	if tbl, _, err := e.loadTable(ctx, *tableName); err == nil {
-		if err := format.CheckTable(target, tbl); errors.Is(err, format.ErrTableReplaced) {
+		if err := format.CheckTable(target, lineage.View(tbl)); errors.Is(err, format.ErrTableReplaced) {
 			return exitError, fmt.Errorf("index %s of %s: %w", *indexName, *tableName, err)
 		}
 	}

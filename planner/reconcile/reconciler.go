@@ -1,9 +1,8 @@
-package planner
+package reconcile
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/tablescan"
+	"github.com/streamidx/streamidx/planner/source"
 )
 
 // reconciler makes the answer of an index snapshot built for table
@@ -171,20 +171,32 @@ func (rc *reconciler) shareEqualityDeletes(shared tablescan.SharedEqualityDelete
 	rc.sinceFrom.ShareEqualityDeletes(shared)
 }
 
-// dropDeleted clears keep[i] for the kept rows of an index batch whose row
-// is no longer live at T, and returns how many it cleared.
-func (rc *reconciler) dropDeleted(ctx context.Context, ru *run, b arrow.RecordBatch, keep []bool) (int64, error) {
-	files, ok1 := b.Column(ru.fileCol).(*array.String)
-	positions, ok2 := b.Column(ru.posCol).(*array.Int64)
+// Removed counts the data files live at S and not at T.
+func (rc *reconciler) Removed() int { return rc.removed }
+
+// Added lists the data files live at T and not at S.
+func (rc *reconciler) Added() []string {
+	out := make([]string, len(rc.added))
+	for i, df := range rc.added {
+		out[i] = df.File.FilePath()
+	}
+	return out
+}
+
+// Drop clears keep[i] for the kept rows of an index batch whose row is no
+// longer live at T, and returns how many it cleared.
+func (rc *reconciler) Drop(ctx context.Context, sc *source.Columns, b arrow.RecordBatch, keep []bool) (int64, error) {
+	files, ok1 := b.Column(sc.FileCol).(*array.String)
+	positions, ok2 := b.Column(sc.PosCol).(*array.Int64)
 	if !ok1 || !ok2 {
-		return 0, fmt.Errorf("reconcile: _file and _pos columns are %s and %s", b.Column(ru.fileCol).DataType(), b.Column(ru.posCol).DataType())
+		return 0, fmt.Errorf("reconcile: _file and _pos columns are %s and %s", b.Column(sc.FileCol).DataType(), b.Column(sc.PosCol).DataType())
 	}
 	var dropped int64
 	for i := range keep {
 		if !keep[i] {
 			continue
 		}
-		live, err := rc.isLive(ctx, ru, files.Value(i), positions.Value(i), b, i)
+		live, err := rc.isLive(ctx, sc, files.Value(i), positions.Value(i), b, i)
 		if err != nil {
 			return dropped, err
 		}
@@ -196,12 +208,12 @@ func (rc *reconciler) dropDeleted(ctx context.Context, ru *run, b arrow.RecordBa
 	return dropped, nil
 }
 
-func (rc *reconciler) isLive(ctx context.Context, ru *run, path string, pos int64, b arrow.RecordBatch, row int) (bool, error) {
+func (rc *reconciler) isLive(ctx context.Context, sc *source.Columns, path string, pos int64, b arrow.RecordBatch, row int) (bool, error) {
 	df, ok := rc.live[path]
 	if !ok {
 		return false, nil
 	}
-	st, err := rc.fileState(ctx, ru, df)
+	st, err := rc.fileState(ctx, sc, df)
 	if err != nil {
 		return false, err
 	}
@@ -214,7 +226,7 @@ func (rc *reconciler) isLive(ctx context.Context, ru *run, path string, pos int6
 	for k, set := range st.deletes.Equality {
 		tuple := make(format.Key, len(st.eqCols[k]))
 		for j, c := range st.eqCols[k] {
-			tuple[j] = format.ValueAtAs(ru.res.Fields[c].Type, b.Column(c), row)
+			tuple[j] = format.ValueAtAs(sc.Fields[c].Type, b.Column(c), row)
 		}
 		deleted, err := set.Contains(tuple)
 		if err != nil {
@@ -231,7 +243,7 @@ func (rc *reconciler) isLive(ctx context.Context, ru *run, path string, pos int6
 // deletes are tested on the entry's stored values when the index stores
 // every equality field with the table's type; otherwise the file's live
 // positions are read once.
-func (rc *reconciler) fileState(ctx context.Context, ru *run, df tablescan.Entry) (*fileState, error) {
+func (rc *reconciler) fileState(ctx context.Context, sc *source.Columns, df tablescan.Entry) (*fileState, error) {
 	path := df.File.FilePath()
 	rc.mu.Lock()
 	st, ok := rc.state[path]
@@ -245,7 +257,7 @@ func (rc *reconciler) fileState(ctx context.Context, ru *run, df tablescan.Entry
 	}
 	st = &fileState{deletes: deletes}
 	for _, set := range deletes.Equality {
-		cols, ok := rc.storedColumns(ru, set.FieldIDs)
+		cols, ok := rc.storedColumns(sc, set.FieldIDs)
 		if !ok {
 			if st.livePos, err = rc.livePositions(ctx, df, deletes); err != nil {
 				return nil, err
@@ -262,10 +274,10 @@ func (rc *reconciler) fileState(ctx context.Context, ru *run, df tablescan.Entry
 
 // storedColumns finds the stored columns that hold source fields ids with
 // the table snapshot's types.
-func (rc *reconciler) storedColumns(ru *run, ids []int) ([]int, bool) {
+func (rc *reconciler) storedColumns(sc *source.Columns, ids []int) ([]int, bool) {
 	cols := make([]int, len(ids))
 	for i, id := range ids {
-		fid, ok := ru.r.exact[id]
+		fid, ok := sc.Exact[id]
 		if !ok {
 			return nil, false
 		}
@@ -274,7 +286,7 @@ func (rc *reconciler) storedColumns(ru *run, ids []int) ([]int, bool) {
 		if !ok || !sf.Type.Equals(f.Type) {
 			return nil, false
 		}
-		cols[i] = ru.colOf[fid]
+		cols[i] = sc.ColOf[fid]
 	}
 	return cols, true
 }
@@ -296,30 +308,31 @@ func (rc *reconciler) livePositions(ctx context.Context, df tablescan.Entry, del
 	return live, nil
 }
 
-// scanAdded reads the data files added after S, computes the index entries
-// of their live rows and keeps those that match. A cached reconciler
-// computes the entries once and filters them for every lookup.
-func (rc *reconciler) scanAdded(ctx context.Context, ru *run) error {
-	st := &ru.res.Stats
+// ScanAdded reads the data files added after S, computes the index entries
+// of their live rows and calls fn with them. A cached reconciler computes
+// the entries once and hands them to every lookup.
+func (rc *reconciler) ScanAdded(ctx context.Context, sc *source.Columns, mem memory.Allocator, onFile func(), onRows func(int64), fn func(stored arrow.RecordBatch) error) error {
 	if rc.shared {
-		entries, rows, ok, err := rc.addedEntries(ctx, ru)
+		entries, rows, ok, err := rc.addedEntries(ctx, sc)
 		if err != nil {
 			return err
 		}
 		if ok {
-			st.DataFilesScanned += len(rc.added)
-			st.DataRowsScanned += rows
+			for range rc.added {
+				onFile()
+			}
+			onRows(rows)
 			for _, b := range entries {
-				if err := ru.consume(ctx, b, false); err != nil {
+				if err := fn(b); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 	}
-	return rc.eachAdded(ctx, ru, ru.mem, func() { st.DataFilesScanned++ }, func(src, stored arrow.RecordBatch) error {
-		st.DataRowsScanned += src.NumRows()
-		return ru.consume(ctx, stored, false)
+	return rc.eachAdded(ctx, sc, mem, onFile, func(src, stored arrow.RecordBatch) error {
+		onRows(src.NumRows())
+		return fn(stored)
 	})
 }
 
@@ -327,7 +340,7 @@ func (rc *reconciler) scanAdded(ctx context.Context, ru *run) error {
 // rows of the added data files, computed on first use and kept, and the
 // rows read for them; ok is false when the added files hold more than
 // maxCachedAddedRows rows, which each lookup scans instead.
-func (rc *reconciler) addedEntries(ctx context.Context, ru *run) (entries []arrow.RecordBatch, rows int64, ok bool, err error) {
+func (rc *reconciler) addedEntries(ctx context.Context, sc *source.Columns) (entries []arrow.RecordBatch, rows int64, ok bool, err error) {
 	rc.addedMu.Lock()
 	defer rc.addedMu.Unlock()
 	if rc.addedDone {
@@ -340,7 +353,7 @@ func (rc *reconciler) addedEntries(ctx context.Context, ru *run) (entries []arro
 	if total > maxCachedAddedRows {
 		return nil, 0, false, nil
 	}
-	err = rc.eachAdded(ctx, ru, memory.DefaultAllocator, func() {}, func(src, stored arrow.RecordBatch) error {
+	err = rc.eachAdded(ctx, sc, memory.DefaultAllocator, func() {}, func(src, stored arrow.RecordBatch) error {
 		stored.Retain()
 		entries = append(entries, stored)
 		rows += src.NumRows()
@@ -359,7 +372,7 @@ func (rc *reconciler) addedEntries(ctx context.Context, ru *run) (entries []arro
 // eachAdded calls fn with every batch of live rows of the added data files
 // and the stored fields of their index entries, allocated with mem, and
 // onFile before it reads each file.
-func (rc *reconciler) eachAdded(ctx context.Context, ru *run, mem memory.Allocator, onFile func(), fn func(src, stored arrow.RecordBatch) error) error {
+func (rc *reconciler) eachAdded(ctx context.Context, sc *source.Columns, mem memory.Allocator, onFile func(), fn func(src, stored arrow.RecordBatch) error) error {
 	cols, err := tablescan.TopLevelColumns(rc.schema, rc.is.SourceFieldIDs())
 	if err != nil {
 		return err
@@ -379,7 +392,7 @@ func (rc *reconciler) eachAdded(ctx context.Context, ru *run, mem memory.Allocat
 				return fmt.Errorf("index entries of %s: %w", df.File.FilePath(), err)
 			}
 			defer entries.Release()
-			stored := ru.storedOf(entries)
+			stored := sc.StoredOf(entries)
 			defer stored.Release()
 			return fn(src, stored)
 		})
@@ -400,20 +413,4 @@ func (rc *reconciler) size() int64 {
 		added += df.File.Count()
 	}
 	return int64(len(rc.live)+rc.deletes.Len())*512 + min(added, maxCachedAddedRows)*int64(24+16*len(rc.is.StoredSchema().Fields()))
-}
-
-// storedOf picks the stored fields out of a batch of entries.
-func (ru *run) storedOf(entries arrow.RecordBatch) arrow.RecordBatch {
-	cols := make([]arrow.Array, len(ru.res.Fields))
-	byID := map[int]int{}
-	for i, f := range entries.Schema().Fields() {
-		v, _ := f.Metadata.GetValue(table.ArrowParquetFieldIDKey)
-		if id, err := strconv.Atoi(v); err == nil {
-			byID[id] = i
-		}
-	}
-	for i, f := range ru.res.Fields {
-		cols[i] = entries.Column(byID[f.ID])
-	}
-	return array.NewRecordBatch(ru.schema, cols, entries.NumRows())
 }

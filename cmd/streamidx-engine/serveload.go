@@ -80,7 +80,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		add("service", client.RunLoad(ctx, *clients, *duration, lookup))
 	}
 	if *others > 0 {
-		self, err := os.Executable()
+		self, err := frontBinary()
 		if err != nil {
 			return exitError, err
 		}

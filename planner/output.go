@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/apache/iceberg-go"
 
@@ -91,4 +93,41 @@ func jsonFloat(f float64) any {
 		return "-Infinity"
 	}
 	return f
+}
+
+// WriteTable writes the rows as an aligned table for people (what
+// `streamidx lookup` prints without --json), then the plan when explain.
+func (res *Result) WriteTable(w io.Writer, explain bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	names := make([]string, len(res.Fields))
+	for i, f := range res.Fields {
+		names[i] = strings.ToUpper(f.Name)
+	}
+	fmt.Fprintln(tw, strings.Join(names, "\t"))
+	vals := make([]string, len(res.Fields))
+	for _, b := range res.Batches {
+		for i := range int(b.NumRows()) {
+			for c, f := range res.Fields {
+				vals[c] = format.FormatValue(f.Type, format.ValueAtAs(f.Type, b.Column(c), i))
+			}
+			fmt.Fprintln(tw, strings.Join(vals, "\t"))
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	note := ""
+	if res.Truncated {
+		note = "; limit reached"
+	}
+	if n := res.NumRows(); n == 1 {
+		fmt.Fprintf(w, "(1 row%s)\n", note)
+	} else {
+		fmt.Fprintf(w, "(%d rows%s)\n", n, note)
+	}
+	if !explain {
+		return nil
+	}
+	fmt.Fprintln(w)
+	return res.WriteExplain(w)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/workload"
 	"github.com/streamidx/streamidx/planner"
+	"github.com/streamidx/streamidx/planner/reconcile"
 	"github.com/streamidx/streamidx/staging"
 	"github.com/streamidx/streamidx/updater"
 )
@@ -235,7 +236,7 @@ func benchLookup(ctx context.Context, b *bench) error {
 	rng := rand.New(rand.NewPCG(7, 7))
 	lookupWith := func(p *planner.Planner, where string, want int64) (time.Duration, error) {
 		began := time.Now()
-		res, err := p.Lookup(ctx, tbl, md, planner.Query{Where: where})
+		res, err := p.Lookup(ctx, reconcile.Table(tbl), md, planner.Query{Where: where})
 		if err != nil {
 			return 0, err
 		}
@@ -310,15 +311,26 @@ func benchLookup(ctx context.Context, b *bench) error {
 			Goal: "ratio <= 0.005 (200x faster)", Met: ptr(wx <= sc*0.005)})
 		b.add(figure{Name: "lookup.point.in_process_uncached", Value: ix, Unit: "ms", Baseline: "iceberg-go filtered scan", BaselineValue: &sc})
 
+		front, err := frontBinary()
+		if err != nil {
+			return err
+		}
+		// The three in turn, each once per key: a pause of the machine
+		// falls on all of them alike.
 		const procs = 5
-		var proc, procScan time.Duration
+		var proc, procEngine, procScan time.Duration
 		for range procs {
 			key := rng.Int64N(b.rows)
+			took, err := frontLookup(ctx, front, childArgs(b, dir), dir, key)
+			if err != nil {
+				return err
+			}
+			proc += took
 			r, err := b.child(ctx, dir, "lookup", "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", key))
 			if err != nil {
 				return err
 			}
-			proc += r.wall
+			procEngine += r.wall
 			if r, err = b.child(ctx, dir, "scan-table", "--table", benchTable, "--key", fmt.Sprintf("order_id=%d", key)); err != nil {
 				return err
 			}
@@ -327,10 +339,11 @@ func benchLookup(ctx context.Context, b *bench) error {
 			}
 			procScan += r.wall
 		}
-		pv, ps := ms(proc)/procs, ms(procScan)/procs
-		b.note("lookup: one key as a process %.1f ms, scan-table process %.1f ms (means of %d)", pv, ps, procs)
+		pv, pe, ps := ms(proc)/procs, ms(procEngine)/procs, ms(procScan)/procs
+		b.note("lookup: one key as a streamidx lookup process %.1f ms, as a streamidx-engine lookup process %.1f ms, scan-table process %.1f ms (means of %d)", pv, pe, ps, procs)
 		b.add(figure{Name: "lookup.point.process", Value: pv, Unit: "ms", Baseline: "scan-table --key process", BaselineValue: &ps,
 			Goal: "< 30 ms", Met: ptr(pv < 30)})
+		b.add(figure{Name: "lookup.point.engine_process", Value: pe, Unit: "ms", Baseline: "scan-table --key process", BaselineValue: &ps})
 		if b.want("lookup.point.client_process") {
 			if err := b.clientProcesses(ctx, dir, rng, pv); err != nil {
 				return err
@@ -415,6 +428,27 @@ func (b *bench) clientProcesses(ctx context.Context, dir string, rng *rand.Rand,
 	return srv.stop()
 }
 
+// frontLookup looks one order up as a whole `streamidx lookup` process
+// with the global flags base, which must find it, and returns its wall
+// time. (Not a b.child: a child asked for its peak memory runs in
+// streamidx-engine.)
+func frontLookup(ctx context.Context, front string, base []string, dir string, key int64) (time.Duration, error) {
+	cmd := exec.CommandContext(ctx, front, append(base, "lookup", "--table", benchTable, "--index", "pk", "--where", fmt.Sprintf("order_id = %d", key), "--json")...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	began := time.Now()
+	err := cmd.Run()
+	took := time.Since(began)
+	if err != nil {
+		return took, fmt.Errorf("streamidx lookup of order %d: %w: %s", key, err, stderr.String())
+	}
+	if n := strings.Count(stdout.String(), "\n"); n != 1 {
+		return took, fmt.Errorf("streamidx lookup of order %d: %d rows, want 1: %s", key, n, stdout.String())
+	}
+	return took, nil
+}
+
 // clientLookup looks one order up as a whole streamidx-client process
 // through the service at base, which must find it.
 func clientLookup(ctx context.Context, cl, base, dir string, key int64) error {
@@ -431,25 +465,35 @@ func clientLookup(ctx context.Context, cl, base, dir string, key int64) error {
 	return nil
 }
 
-// clientBinaryEnv names the streamidx-client the bench measures, when not
-// the one beside this executable.
-const clientBinaryEnv = "STREAMIDX_CLIENT_BINARY"
+// The programs the bench measures besides this one, when not the ones
+// beside this executable: the streamidx-client, and the streamidx that
+// answers a lookup of a current index itself.
+const (
+	clientBinaryEnv = "STREAMIDX_CLIENT_BINARY"
+	frontBinaryEnv  = "STREAMIDX_BINARY"
+)
 
-// clientBinary is the streamidx-client the bench measures: $STREAMIDX_CLIENT_BINARY,
-// or the one beside this executable, which make build builds.
-func clientBinary() (string, error) {
-	cl := os.Getenv(clientBinaryEnv)
-	if cl == "" {
+// clientBinary is the streamidx-client the bench measures.
+func clientBinary() (string, error) { return sibling("streamidx-client", clientBinaryEnv) }
+
+// frontBinary is the streamidx the bench measures whole lookups of.
+func frontBinary() (string, error) { return sibling("streamidx", frontBinaryEnv) }
+
+// sibling is program name as $env names it, or the one beside this
+// executable, where make build builds it.
+func sibling(name, env string) (string, error) {
+	p := os.Getenv(env)
+	if p == "" {
 		exe, err := os.Executable()
 		if err != nil {
 			return "", err
 		}
-		cl = filepath.Join(filepath.Dir(exe), "streamidx-client")
+		p = filepath.Join(filepath.Dir(exe), name)
 	}
-	if _, err := os.Stat(cl); err != nil {
-		return "", fmt.Errorf("%s is not there (make build builds it beside streamidx; %s names another)", cl, clientBinaryEnv)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s is not there (make build builds it beside streamidx-engine; %s names another)", p, env)
 	}
-	return cl, nil
+	return p, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,251 @@
+// Package tablemeta is a read-only view of an Iceberg table metadata file:
+// the snapshots, their parent chain, the schemas and the table's identity,
+// which is all that a lookup through an index that is current for the
+// table snapshot asks of the table. It parses the metadata file by the
+// table spec with the standard library and iceberg-go's root package, so
+// that a program which only answers such lookups need not link iceberg-go's
+// table package (whose initialisation alone takes tens of milliseconds).
+// Where a program holds a table that iceberg-go loaded, lineage.View makes
+// the same view of it.
+//
+// Concurrency: a View is immutable once made and safe for concurrent use.
+package tablemeta
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/google/uuid"
+)
+
+// Snapshot is a table snapshot as the view knows it.
+type Snapshot struct {
+	ID             int64
+	ParentID       *int64
+	SequenceNumber int64
+	TimestampMs    int64
+	SchemaID       *int
+	ManifestList   string
+}
+
+// View is a table at one metadata file.
+type View struct {
+	// Identifier is the table's name in its catalog, namespace first.
+	Identifier []string
+	// MetadataLocation is the metadata file the view was read from; "" for
+	// a table not read from one.
+	MetadataLocation string
+	FormatVersion    int
+	UUID             string
+	Location         string
+	Properties       map[string]string
+	// CurrentSnapshotID is 0 when the table has no snapshot.
+	CurrentSnapshotID int64
+	Schemas           []*iceberg.Schema
+	CurrentSchemaID   int
+
+	snapshots []Snapshot
+	byID      map[int64]int
+	current   *iceberg.Schema
+}
+
+// New makes a view. Snapshots are copied; schemas are shared (they are not
+// modified). The current schema must be among schemas and the current
+// snapshot (0: none) among snapshots; Parse checks both, lineage.View
+// takes them from a table iceberg-go loaded and checked.
+func New(ident []string, metadataLocation string, formatVersion int, uuid, location string, props map[string]string,
+	currentSnapshot int64, snapshots []Snapshot, schemas []*iceberg.Schema, current *iceberg.Schema) *View {
+	v := &View{Identifier: ident, MetadataLocation: metadataLocation, FormatVersion: formatVersion, UUID: uuid,
+		Location: location, Properties: props, CurrentSnapshotID: currentSnapshot, Schemas: schemas,
+		CurrentSchemaID: current.ID, snapshots: append([]Snapshot(nil), snapshots...), byID: map[int64]int{},
+		current: current}
+	for i, s := range v.snapshots {
+		v.byID[s.ID] = i
+	}
+	return v
+}
+
+// Name is the table's name, dotted.
+func (v *View) Name() string { return strings.Join(v.Identifier, ".") }
+
+// Schema is the table's current schema.
+func (v *View) Schema() *iceberg.Schema { return v.current }
+
+// Snapshots are the table's snapshots, in the order of its metadata file.
+func (v *View) Snapshots() []Snapshot { return v.snapshots }
+
+// SnapshotByID returns the snapshot with the given id, or nil.
+func (v *View) SnapshotByID(id int64) *Snapshot {
+	if i, ok := v.byID[id]; ok {
+		return &v.snapshots[i]
+	}
+	return nil
+}
+
+// Snapshot returns the table snapshot with the given id, or the table's
+// current snapshot for 0.
+func (v *View) Snapshot(id int64) (*Snapshot, error) {
+	if id == 0 {
+		if v.CurrentSnapshotID == 0 {
+			return nil, fmt.Errorf("table %s has no snapshot yet", v.Name())
+		}
+		id = v.CurrentSnapshotID
+	}
+	if s := v.SnapshotByID(id); s != nil {
+		return s, nil
+	}
+	return nil, fmt.Errorf("table %s has no snapshot %d", v.Name(), id)
+}
+
+// SnapshotSchema returns the schema a table snapshot was written with: the
+// one its schema-id names, else (no snapshot, a v1 snapshot without one, or
+// a schema no longer kept) the table's current schema.
+func (v *View) SnapshotSchema(snap *Snapshot) *iceberg.Schema {
+	if snap != nil && snap.SchemaID != nil {
+		for _, s := range v.Schemas {
+			if s.ID == *snap.SchemaID {
+				return s
+			}
+		}
+	}
+	return v.current
+}
+
+// Ancestors yields head and its ancestors, newest first, each with how
+// many commits it lies behind head, as far as the metadata keeps them. The
+// walk is lazy and ends where a corrupt parent chain loops back.
+func (v *View) Ancestors(head *Snapshot) iter.Seq2[int, *Snapshot] {
+	return func(yield func(int, *Snapshot) bool) {
+		var seen map[int64]bool
+		for behind, s := 0, head; s != nil; behind++ {
+			if !yield(behind, s) || s.ParentID == nil {
+				return
+			}
+			if seen == nil {
+				seen = map[int64]bool{}
+			}
+			seen[s.ID] = true
+			if seen[*s.ParentID] {
+				return
+			}
+			s = v.SnapshotByID(*s.ParentID)
+		}
+	}
+}
+
+// ColumnName names a field ID after the current schema, else the newest
+// schema that has it (a column dropped since still has a name); "" when no
+// schema has it.
+func (v *View) ColumnName(id int) string {
+	if name, ok := v.current.FindColumnName(id); ok {
+		return name
+	}
+	for i := len(v.Schemas) - 1; i >= 0; i-- {
+		if name, ok := v.Schemas[i].FindColumnName(id); ok {
+			return name
+		}
+	}
+	return ""
+}
+
+// metadataFile is the part of a table metadata file (table spec, "Table
+// Metadata Fields") that a View holds.
+type metadataFile struct {
+	FormatVersion     *int              `json:"format-version"`
+	UUID              string            `json:"table-uuid"`
+	Location          *string           `json:"location"`
+	Properties        map[string]string `json:"properties"`
+	CurrentSnapshotID *int64            `json:"current-snapshot-id"`
+	Snapshots         []struct {
+		ID             *int64 `json:"snapshot-id"`
+		ParentID       *int64 `json:"parent-snapshot-id"`
+		SequenceNumber int64  `json:"sequence-number"`
+		TimestampMs    *int64 `json:"timestamp-ms"`
+		SchemaID       *int   `json:"schema-id"`
+		ManifestList   string `json:"manifest-list"`
+		Manifests      []any  `json:"manifests"`
+	} `json:"snapshots"`
+	Schemas         []*iceberg.Schema `json:"schemas"`
+	Schema          *iceberg.Schema   `json:"schema"` // format version 1
+	CurrentSchemaID *int              `json:"current-schema-id"`
+}
+
+// ErrUnsupported is returned (wrapped) by Parse for a metadata file that is
+// valid but outside what the view covers (a format version 1 snapshot that
+// lists manifests instead of a manifest list): a caller reads such a table
+// with iceberg-go's table package instead.
+var ErrUnsupported = errors.New("table metadata the view does not cover")
+
+// Parse reads a table metadata file (its JSON) into a view, checking the
+// fields the view holds as the table spec requires them.
+func Parse(ident []string, location string, data []byte) (*View, error) {
+	var m metadataFile
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("table metadata %s: %w", location, err)
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("table metadata %s: %s", location, what)
+	}
+	if m.FormatVersion == nil || *m.FormatVersion < 1 || *m.FormatVersion > 3 {
+		return nil, bad("format-version is missing or not 1, 2 or 3")
+	}
+	if m.Location == nil {
+		return nil, bad("location is missing")
+	}
+	if m.UUID == "" && *m.FormatVersion > 1 {
+		return nil, bad("table-uuid is missing")
+	}
+	if m.UUID != "" {
+		u, err := uuid.Parse(m.UUID)
+		if err != nil {
+			return nil, bad(fmt.Sprintf("table-uuid %q: %v", m.UUID, err))
+		}
+		m.UUID = u.String()
+	}
+	schemas, current := m.Schemas, -1
+	if m.CurrentSchemaID != nil {
+		current = *m.CurrentSchemaID
+	}
+	if len(schemas) == 0 && m.Schema != nil {
+		schemas, current = []*iceberg.Schema{m.Schema}, m.Schema.ID
+	}
+	if len(schemas) == 0 || current < 0 {
+		return nil, bad("schemas or current-schema-id are missing")
+	}
+	var cur int64
+	if m.CurrentSnapshotID != nil && *m.CurrentSnapshotID != -1 {
+		cur = *m.CurrentSnapshotID
+	}
+	snaps := make([]Snapshot, 0, len(m.Snapshots))
+	for _, s := range m.Snapshots {
+		if s.ID == nil || s.TimestampMs == nil {
+			return nil, bad("a snapshot without snapshot-id or timestamp-ms")
+		}
+		if s.ManifestList == "" {
+			return nil, fmt.Errorf("table metadata %s: snapshot %d has no manifest-list: %w", location, *s.ID, ErrUnsupported)
+		}
+		snaps = append(snaps, Snapshot{ID: *s.ID, ParentID: s.ParentID, SequenceNumber: s.SequenceNumber,
+			TimestampMs: *s.TimestampMs, SchemaID: s.SchemaID, ManifestList: s.ManifestList})
+	}
+	var cs *iceberg.Schema
+	for _, s := range schemas {
+		if s.ID == current {
+			cs = s
+		}
+	}
+	if cs == nil {
+		return nil, bad(fmt.Sprintf("current-schema-id %d is not among its schemas", current))
+	}
+	found := cur == 0
+	for _, s := range snaps {
+		found = found || s.ID == cur
+	}
+	if !found {
+		return nil, bad(fmt.Sprintf("current-snapshot-id %d is not among its snapshots", cur))
+	}
+	return New(ident, location, *m.FormatVersion, m.UUID, *m.Location, m.Properties, cur, snaps, schemas, cs), nil
+}

@@ -1,0 +1,113 @@
+package tablemeta
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// v2 is a metadata file of two snapshots and two schemas, as the table
+// spec lays it out.
+const v2 = `{
+  "format-version": 2,
+  "table-uuid": "9C12D441-03FE-4693-9A96-A0705DDF69C1",
+  "location": "s3://bucket/warehouse/shop.db/orders",
+  "last-sequence-number": 2, "last-updated-ms": 1700000002000, "last-column-id": 3,
+  "current-schema-id": 1,
+  "schemas": [
+    {"type": "struct", "schema-id": 0, "fields": [{"id": 1, "name": "id", "required": true, "type": "long"}]},
+    {"type": "struct", "schema-id": 1, "fields": [{"id": 1, "name": "id", "required": true, "type": "long"},
+      {"id": 3, "name": "note", "required": false, "type": "string"}]}
+  ],
+  "default-spec-id": 0, "partition-specs": [{"spec-id": 0, "fields": []}], "last-partition-id": 999,
+  "default-sort-order-id": 0, "sort-orders": [{"order-id": 0, "fields": []}],
+  "properties": {"write.format.default": "parquet"},
+  "current-snapshot-id": 22,
+  "refs": {"main": {"snapshot-id": 22, "type": "branch"}},
+  "snapshots": [
+    {"snapshot-id": 11, "sequence-number": 1, "timestamp-ms": 1700000001000, "schema-id": 0,
+     "manifest-list": "s3://bucket/m1.avro", "summary": {"operation": "append"}},
+    {"snapshot-id": 22, "parent-snapshot-id": 11, "sequence-number": 2, "timestamp-ms": 1700000002000, "schema-id": 1,
+     "manifest-list": "s3://bucket/m2.avro", "summary": {"operation": "overwrite"}}
+  ]
+}`
+
+func TestParseReadsWhatTheSpecLaysOut(t *testing.T) {
+	v, err := Parse([]string{"shop", "orders"}, "s3://bucket/m.json", []byte(v2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.UUID != "9c12d441-03fe-4693-9a96-a0705ddf69c1" {
+		t.Errorf("uuid %q, want the canonical lower-case form", v.UUID)
+	}
+	if v.FormatVersion != 2 || v.CurrentSnapshotID != 22 || v.Schema().ID != 1 || v.Location != "s3://bucket/warehouse/shop.db/orders" {
+		t.Errorf("view %+v", v)
+	}
+	head, err := v.Snapshot(0)
+	if err != nil || head.ID != 22 || head.ManifestList != "s3://bucket/m2.avro" || *head.ParentID != 11 {
+		t.Fatalf("Snapshot(0) = %+v, %v", head, err)
+	}
+	var walk []int64
+	for _, s := range v.Ancestors(head) {
+		walk = append(walk, s.ID)
+	}
+	if len(walk) != 2 || walk[0] != 22 || walk[1] != 11 {
+		t.Errorf("ancestors %v", walk)
+	}
+	first := v.SnapshotByID(11)
+	if _, ok := v.SnapshotSchema(first).FindFieldByName("note"); ok {
+		t.Error("snapshot 11 was written before note was added")
+	}
+	if v.ColumnName(3) != "note" || v.ColumnName(9) != "" {
+		t.Errorf("column names %q %q", v.ColumnName(3), v.ColumnName(9))
+	}
+	if v.Name() != "shop.orders" {
+		t.Errorf("name %q", v.Name())
+	}
+}
+
+func TestParseVersion1AndAnEmptyTable(t *testing.T) {
+	v1 := `{"format-version": 1, "location": "file:///w/t", "schema": {"type": "struct", "schema-id": 0,
+	  "fields": [{"id": 1, "name": "id", "required": true, "type": "int"}]}, "current-snapshot-id": -1}`
+	v, err := Parse([]string{"a", "t"}, "m.json", []byte(v1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.CurrentSnapshotID != 0 || len(v.Snapshots()) != 0 || v.Schema() == nil {
+		t.Errorf("view %+v", v)
+	}
+	if _, err := v.Snapshot(0); err == nil || !strings.Contains(err.Error(), "no snapshot yet") {
+		t.Errorf("Snapshot(0) of an empty table: %v", err)
+	}
+	lists := `{"format-version": 1, "location": "file:///w/t", "schema": {"type": "struct", "schema-id": 0, "fields": []},
+	  "current-snapshot-id": 5, "snapshots": [{"snapshot-id": 5, "timestamp-ms": 1, "manifests": ["m1.avro"]}]}`
+	if _, err := Parse([]string{"a", "t"}, "m.json", []byte(lists)); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("a v1 snapshot listing manifests: %v, want ErrUnsupported", err)
+	}
+}
+
+// TestParseRefusesWhatTheSpecRequires: required fields are required on
+// read, and the current snapshot and schema must be there.
+func TestParseRefusesWhatTheSpecRequires(t *testing.T) {
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"no format version", `"format-version": 2,`, ``, "format-version"},
+		{"format version 4", `"format-version": 2,`, `"format-version": 4,`, "format-version"},
+		{"no location", `"location": "s3://bucket/warehouse/shop.db/orders",`, ``, "location"},
+		{"no uuid", `"table-uuid": "9C12D441-03FE-4693-9A96-A0705DDF69C1",`, ``, "table-uuid"},
+		{"bad uuid", `9C12D441-03FE-4693-9A96-A0705DDF69C1`, `not-a-uuid`, "table-uuid"},
+		{"no snapshot id", `"snapshot-id": 11, "sequence-number": 1,`, `"sequence-number": 1,`, "snapshot-id"},
+		{"no timestamp", `"timestamp-ms": 1700000001000, "schema-id": 0,`, `"schema-id": 0,`, "timestamp-ms"},
+		{"current snapshot missing", `"current-snapshot-id": 22,`, `"current-snapshot-id": 33,`, "current-snapshot-id 33"},
+		{"current schema missing", `"current-schema-id": 1,`, `"current-schema-id": 7,`, "current-schema-id 7"},
+		{"not JSON", `{`, `[`, "m.json"},
+	} {
+		doc := strings.Replace(v2, tc.from, tc.to, 1)
+		if doc == v2 {
+			t.Fatalf("%s: the sample does not hold %q", tc.name, tc.from)
+		}
+		_, err := Parse([]string{"shop", "orders"}, "m.json", []byte(doc))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+}
