@@ -53,6 +53,9 @@ func runEngine(args []string, stdin []byte) error {
 	if err != nil {
 		return err
 	}
+	if self, err := os.Executable(); err == nil && sameFile(self, path) {
+		return fmt.Errorf("%s is this program, not %s: it would run itself for ever", path, engineName)
+	}
 	if stdin != nil {
 		if err := replaceStdin(stdin); err != nil {
 			return fmt.Errorf("hand the predicate read from standard input to %s: %w", engineName, err)
@@ -62,4 +65,14 @@ func runEngine(args []string, stdin []byte) error {
 		return fmt.Errorf("run %s: %w", path, err)
 	}
 	return nil
+}
+
+// sameFile reports whether paths a and b name one file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

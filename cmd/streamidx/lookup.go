@@ -83,6 +83,11 @@ func (q *lookupArgs) answer(stdout, stderr io.Writer) (code int, handled bool) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := q.lookup(ctx, stderr)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted: the engine would only start over.
+		fmt.Fprintf(stderr, "streamidx lookup: %v\n", err)
+		return 2, true
+	}
 	if err != nil {
 		return 0, false
 	}

@@ -134,3 +134,25 @@ func jsonInt(v int64) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// TestEngineNotFound: a command streamidx does not answer itself fails
+// with a message saying where the engine was looked for, and an engine
+// that is streamidx itself is refused rather than run for ever.
+func TestEngineNotFound(t *testing.T) {
+	front, _ := programs(t)
+	alone := filepath.Join(t.TempDir(), "streamidx")
+	data, err := os.ReadFile(front)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(alone, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + t.TempDir()}
+	if r := runProgram(t, alone, "", env, "version"); r.code != 2 || !strings.Contains(r.stderr, "streamidx-engine") || !strings.Contains(r.stderr, filepath.Dir(alone)) {
+		t.Errorf("version without an engine: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runProgram(t, front, "", []string{engineEnv + "=" + front}, "version"); r.code != 2 || !strings.Contains(r.stderr, "is this program") {
+		t.Errorf("an engine that is streamidx itself: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
