@@ -60,22 +60,7 @@ func SnapshotSchema(tbl *table.Table, snap *table.Snapshot) *iceberg.Schema {
 // head and pays for nothing more, however long the table's history. It
 // ends where a corrupt parent chain loops back.
 func Ancestors(tbl *table.Table, head *table.Snapshot) iter.Seq2[int, *table.Snapshot] {
-	return func(yield func(int, *table.Snapshot) bool) {
-		var seen map[int64]bool
-		for behind, s := 0, head; s != nil; behind++ {
-			if !yield(behind, s) || s.ParentSnapshotID == nil {
-				return
-			}
-			if seen == nil {
-				seen = map[int64]bool{}
-			}
-			seen[s.SnapshotID] = true
-			if seen[*s.ParentSnapshotID] {
-				return
-			}
-			s = tbl.SnapshotByID(*s.ParentSnapshotID)
-		}
-	}
+	return tablemeta.WalkParents(head, func(s *table.Snapshot) (int64, *int64) { return s.SnapshotID, s.ParentSnapshotID }, tbl.SnapshotByID)
 }
 
 // Since returns the snapshots after base up to head, oldest first, and

@@ -119,20 +119,32 @@ func (v *View) SnapshotSchema(snap *Snapshot) *iceberg.Schema {
 // many commits it lies behind head, as far as the metadata keeps them. The
 // walk is lazy and ends where a corrupt parent chain loops back.
 func (v *View) Ancestors(head *Snapshot) iter.Seq2[int, *Snapshot] {
-	return func(yield func(int, *Snapshot) bool) {
+	return WalkParents(head, func(s *Snapshot) (int64, *int64) { return s.ID, s.ParentID }, v.SnapshotByID)
+}
+
+// WalkParents yields head and its ancestors through a parent chain, newest
+// first, each with how many commits it lies behind head: ids gives a
+// snapshot's ID and its parent's (nil for none), byID the snapshot of an
+// ID (nil when the metadata no longer keeps it). The walk is lazy: a
+// lookup of an index that is current stops at head and pays for nothing
+// more. It ends where a corrupt parent chain loops back.
+func WalkParents[S comparable](head S, ids func(S) (int64, *int64), byID func(int64) S) iter.Seq2[int, S] {
+	var none S
+	return func(yield func(int, S) bool) {
 		var seen map[int64]bool
-		for behind, s := 0, head; s != nil; behind++ {
-			if !yield(behind, s) || s.ParentID == nil {
+		for behind, s := 0, head; s != none; behind++ {
+			id, parent := ids(s)
+			if !yield(behind, s) || parent == nil {
 				return
 			}
 			if seen == nil {
 				seen = map[int64]bool{}
 			}
-			seen[s.ID] = true
-			if seen[*s.ParentID] {
+			seen[id] = true
+			if seen[*parent] {
 				return
 			}
-			s = v.SnapshotByID(*s.ParentID)
+			s = byID(*parent)
 		}
 	}
 }

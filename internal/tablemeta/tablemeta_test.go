@@ -111,3 +111,23 @@ func TestParseRefusesWhatTheSpecRequires(t *testing.T) {
 		}
 	}
 }
+
+// TestAncestorsEndOnACycle: corrupt metadata whose parent chain loops
+// back ends the walk instead of hanging it.
+func TestAncestorsEndOnACycle(t *testing.T) {
+	doc := strings.Replace(v2, `{"snapshot-id": 11, "sequence-number": 1,`, `{"snapshot-id": 11, "parent-snapshot-id": 22, "sequence-number": 1,`, 1)
+	v, err := Parse([]string{"shop", "orders"}, "m.json", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var walk []int64
+	for _, s := range v.Ancestors(v.SnapshotByID(22)) {
+		walk = append(walk, s.ID)
+		if len(walk) > 5 {
+			break
+		}
+	}
+	if len(walk) != 2 {
+		t.Errorf("walk %v, want 22 then 11 and an end", walk)
+	}
+}
