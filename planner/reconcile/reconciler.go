@@ -176,6 +176,9 @@ func (rc *reconciler) Removed() int { return rc.removed }
 
 // Added lists the data files live at T and not at S.
 func (rc *reconciler) Added() []string {
+	if len(rc.added) == 0 {
+		return nil
+	}
 	out := make([]string, len(rc.added))
 	for i, df := range rc.added {
 		out[i] = df.File.FilePath()
