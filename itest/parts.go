@@ -231,10 +231,17 @@ func newCLI(t *testing.T, p Parts, group string) *CLI {
 // Run runs a command to its end and returns its exit code and output.
 func (c *CLI) Run(args ...string) (code int, stdout, stderr string) {
 	c.t.Helper()
+	return c.RunWith(nil, args...)
+}
+
+// RunWith is Run with env added to the environment.
+func (c *CLI) RunWith(env []string, args ...string) (code int, stdout, stderr string) {
+	c.t.Helper()
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, c.bin, append(append([]string{args[0]}, c.base...), args[1:]...)...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	var exit *exec.ExitError
@@ -255,6 +262,13 @@ func (c *CLI) OK(args ...string) string {
 		c.t.Fatalf("streamidx %s: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
 	}
 	return out
+}
+
+// NoEngine is the environment of a streamidx that must answer alone: the
+// streamidx-engine it names does not exist, so only a lookup that
+// streamidx answers itself (of a current index) succeeds.
+func (c *CLI) NoEngine() []string {
+	return []string{"STREAMIDX_ENGINE=" + filepath.Join(c.dir, "no-engine-here")}
 }
 
 // Daemon is a `streamidx run` process.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -522,13 +523,33 @@ func (s *scenario) checkLookups(behind int) {
 }
 
 type lookupPlan struct {
-	CommitsBehind int `json:"commits_behind"`
+	CommitsBehind   int   `json:"commits_behind"`
+	TableSnapshotID int64 `json:"table_snapshot_id"`
 }
 
 // lookup runs `lookup --json --explain` and returns the rows and the plan.
+// A lookup of a current index is asked again at its table snapshot of a
+// streamidx without an engine: it must answer alone, and alike.
 func (s *scenario) lookup(index, where string) ([]map[string]any, lookupPlan) {
 	s.t.Helper()
 	out := s.cli.OK("lookup", "--table", s.table, "--index", index, "--where", where, "--json", "--explain")
+	rows, plan := s.parseLookup(out)
+	if plan.CommitsBehind == 0 {
+		code, again, errs := s.cli.RunWith(s.cli.NoEngine(), "lookup", "--table", s.table, "--index", index, "--where", where,
+			"--json", "--snapshot", strconv.FormatInt(plan.TableSnapshotID, 10))
+		if code != 0 {
+			s.t.Fatalf("lookup of a current index by streamidx alone: exit %d\n%s", code, errs)
+		}
+		if alone, _ := s.parseLookup(again); fmt.Sprint(alone) != fmt.Sprint(rows) {
+			s.t.Errorf("lookup of a current index by streamidx alone: %d rows, with the engine at hand %d", len(alone), len(rows))
+		}
+	}
+	return rows, plan
+}
+
+// parseLookup reads the rows and the plan of `lookup --json [--explain]`.
+func (s *scenario) parseLookup(out string) ([]map[string]any, lookupPlan) {
+	s.t.Helper()
 	var rows []map[string]any
 	var plan lookupPlan
 	sc := bufio.NewScanner(strings.NewReader(out))
