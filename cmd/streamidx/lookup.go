@@ -48,17 +48,18 @@ func (q *lookupArgs) globals(fs *flag.FlagSet) {
 }
 
 // parseLookup parses args as a lookup command line; ok is false for any
-// other command line, a help request and flags the engine would refuse.
+// other command line, a help request and flags the engine would refuse
+// (the flag sets print nothing: the engine says what is wrong).
 func parseLookup(args []string) (q *lookupArgs, ok bool) {
 	q = &lookupArgs{}
 	pre := flag.NewFlagSet("streamidx", flag.ContinueOnError)
-	pre.SetOutput(discard)
+	pre.SetOutput(io.Discard)
 	q.globals(pre)
 	if pre.Parse(args) != nil || pre.NArg() == 0 || pre.Arg(0) != "lookup" {
 		return q, false
 	}
 	fs := flag.NewFlagSet("streamidx lookup", flag.ContinueOnError)
-	fs.SetOutput(discard)
+	fs.SetOutput(io.Discard)
 	q.globals(fs)
 	fs.StringVar(&q.table, "table", "", "")
 	fs.StringVar(&q.index, "index", "", "")
@@ -83,8 +84,10 @@ func (q *lookupArgs) answer(stdout, stderr io.Writer) (code int, handled bool) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	res, err := q.lookup(ctx, stderr)
-	if err != nil && ctx.Err() != nil {
-		// Interrupted: the engine would only start over.
+	var se *stdinError
+	if err != nil && (ctx.Err() != nil || errors.As(err, &se)) {
+		// Interrupted, the engine would only start over; or the predicate
+		// could not be read whole, and the engine must not read part of it.
 		fmt.Fprintf(stderr, "streamidx lookup: %v\n", err)
 		return 2, true
 	}
@@ -105,6 +108,15 @@ func (q *lookupArgs) answer(stdout, stderr io.Writer) (code int, handled bool) {
 	return 0, true
 }
 
+// stdinError is a failure to read the predicate from standard input.
+type stdinError struct{ err error }
+
+func (e *stdinError) Error() string {
+	return "read the predicate from standard input: " + e.err.Error()
+}
+
+func (e *stdinError) Unwrap() error { return e.err }
+
 // errEngine is the lookups this program leaves to the engine without
 // trying: a REST catalog, a SQLite catalog not created yet.
 var errEngine = errors.New("left to streamidx-engine")
@@ -113,10 +125,11 @@ func (q *lookupArgs) lookup(ctx context.Context, stderr io.Writer) (*planner.Res
 	var in io.Reader = os.Stdin
 	if q.where == "-" {
 		data, err := io.ReadAll(os.Stdin)
-		q.stdin = data
 		if err != nil {
-			return nil, err
+			// Not handed over: the engine would read a predicate cut short.
+			return nil, &stdinError{err}
 		}
+		q.stdin = data
 		in = bytes.NewReader(data)
 	}
 	where, err := predicatearg.Read(q.where, q.whereFile, in)

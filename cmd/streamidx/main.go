@@ -19,7 +19,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 )
 
@@ -48,7 +47,3 @@ func measuring() bool {
 	}
 	return false
 }
-
-// discard is where the flag sets of this program write: a command line
-// this program does not take goes to the engine, which says what is wrong.
-var discard io.Writer = io.Discard
