@@ -15,7 +15,8 @@ PKGS      ?= ./...
 # package:target for every go test -fuzz target of the module.
 FUZZ_TARGETS = ./format:FuzzParseMetadata ./format:FuzzDecodeKey ./format:FuzzReadTrackingFile \
 	./ingest:FuzzDecodeDebezium ./ingest:FuzzDecodeNative ./ingest:FuzzDecodeControlEvent \
-	./format:FuzzOpenRangeFile ./planner:FuzzParse ./planner:FuzzLiteralValue
+	./format:FuzzOpenRangeFile ./planner:FuzzParse ./planner:FuzzLiteralValue \
+	./internal/tablemeta:FuzzParse
 
 .PHONY: all build test itest lint fuzz crosscheck clean demo bench bench-go compose-config connect-samples
 

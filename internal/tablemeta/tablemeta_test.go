@@ -131,3 +131,39 @@ func TestAncestorsEndOnACycle(t *testing.T) {
 		t.Errorf("walk %v, want 22 then 11 and an end", walk)
 	}
 }
+
+// FuzzParse: a metadata file either is refused or gives a view whose every
+// question has an answer: a current schema, the current snapshot when it
+// names one, a walk of its ancestors that ends within the snapshots it
+// has, a schema for every snapshot.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(v2))
+	f.Add([]byte(strings.Replace(v2, `{"snapshot-id": 11, "sequence-number": 1,`, `{"snapshot-id": 11, "parent-snapshot-id": 22, "sequence-number": 1,`, 1)))
+	f.Add([]byte(`{"format-version": 1, "location": "l", "schema": {"type": "struct", "schema-id": 0, "fields": []}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse([]string{"ns", "t"}, "m.json", data)
+		if err != nil {
+			return
+		}
+		if v.Schema() == nil {
+			t.Fatal("no current schema")
+		}
+		head, err := v.Snapshot(0)
+		if (err == nil) != (v.CurrentSnapshotID != 0) {
+			t.Fatalf("Snapshot(0) = %v, %v with current snapshot %d", head, err, v.CurrentSnapshotID)
+		}
+		for _, s := range v.Snapshots() {
+			walked := 0
+			for range v.Ancestors(v.SnapshotByID(s.ID)) {
+				walked++
+				if walked > len(v.Snapshots()) {
+					t.Fatalf("the walk from %d passes more snapshots than there are", s.ID)
+				}
+			}
+			if v.SnapshotSchema(v.SnapshotByID(s.ID)) == nil {
+				t.Fatalf("snapshot %d has no schema", s.ID)
+			}
+		}
+		_ = v.ColumnName(1)
+	})
+}
