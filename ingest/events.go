@@ -10,6 +10,7 @@ import (
 	"github.com/apache/iceberg-go"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/jsonscan"
 )
 
 // Conditions of a change event that callers act on.
@@ -196,7 +197,7 @@ func (rc *RowColumns) FieldIDs() []int {
 // decodeRow reads a row image object into row: every decoded column must be
 // present (null is a value); columns not in the schema are an error. conv
 // turns each JSON value into its column's canonical value.
-func (rc *RowColumns) decodeRow(s *scanner, row *Row, scratch *[]byte, conv func(slot int, s *scanner, scratch *[]byte) (any, error)) error {
+func (rc *RowColumns) decodeRow(s *jsonscan.Scanner, row *Row, scratch *[]byte, conv func(slot int, s *jsonscan.Scanner, scratch *[]byte) (any, error)) error {
 	row.reset(len(rc.slots))
 	if err := rc.decodeObject(s, rc.root, row, scratch, conv, 0); err != nil {
 		return err
@@ -209,12 +210,12 @@ func (rc *RowColumns) decodeRow(s *scanner, row *Row, scratch *[]byte, conv func
 	return nil
 }
 
-func (rc *RowColumns) decodeObject(s *scanner, node *colNode, row *Row, scratch *[]byte, conv func(int, *scanner, *[]byte) (any, error), depth int) error {
-	if depth > maxJSONDepth {
-		return s.errorf("nested deeper than %d", maxJSONDepth)
+func (rc *RowColumns) decodeObject(s *jsonscan.Scanner, node *colNode, row *Row, scratch *[]byte, conv func(int, *jsonscan.Scanner, *[]byte) (any, error), depth int) error {
+	if depth > jsonscan.MaxDepth {
+		return s.Errorf("nested deeper than %d", jsonscan.MaxDepth)
 	}
-	return s.object(func(rawKey []byte, escaped bool) error {
-		key, sc, err := keyString(rawKey, escaped, *scratch)
+	return s.Object(func(rawKey []byte, escaped bool) error {
+		key, sc, err := jsonscan.KeyString(rawKey, escaped, *scratch)
 		if err != nil {
 			return err
 		}
@@ -228,7 +229,7 @@ func (rc *RowColumns) decodeObject(s *scanner, node *colNode, row *Row, scratch 
 		}
 		switch {
 		case !child.needed && child.slot < 0:
-			_, err := s.skipDepth(depth + 1)
+			_, err := s.SkipDepth(depth + 1)
 			return err
 		case child.slot >= 0:
 			if row.set[child.slot] {
@@ -241,12 +242,12 @@ func (rc *RowColumns) decodeObject(s *scanner, node *colNode, row *Row, scratch 
 			row.Values[child.slot], row.set[child.slot] = v, true
 			return nil
 		}
-		if s.peek() == kindNull { // a null struct: every field in it is null
-			_ = s.literal("null")
+		if s.Peek() == jsonscan.Null { // a null struct: every field in it is null
+			_ = s.Literal("null")
 			rc.setNulls(child, row)
 			return nil
 		}
-		if s.peek() != kindObject {
+		if s.Peek() != jsonscan.Object {
 			return fmt.Errorf("column %s: want an object for a struct", child.name)
 		}
 		return rc.decodeObject(s, child, row, scratch, conv, depth+1)
@@ -350,13 +351,13 @@ func (d *ChangeDecoder) Decode(value []byte, ev *ChangeEvent) error {
 	return d.debezium(&top, ev)
 }
 
-func (d *ChangeDecoder) convert(slot int, s *scanner, scratch *[]byte) (any, error) {
+func (d *ChangeDecoder) convert(slot int, s *jsonscan.Scanner, scratch *[]byte) (any, error) {
 	return d.encs[slot].convert(d.rc.slots[slot].typ, s, scratch)
 }
 
 // decodeImage decodes one row image (a JSON object) into row.
 func (d *ChangeDecoder) decodeImage(raw []byte, row *Row, ev *ChangeEvent) error {
-	s := scanner{data: raw}
+	s := jsonscan.Scanner{Data: raw}
 	if err := d.rc.decodeRow(&s, row, &ev.scratch, d.convert); err != nil {
 		return err
 	}
@@ -386,7 +387,7 @@ type passing struct {
 }
 
 // image decodes the row image at s into row.
-func (p *passing) image(s *scanner, row *Row) bool {
+func (p *passing) image(s *jsonscan.Scanner, row *Row) bool {
 	if p.d.rc.decodeRow(s, row, &p.ev.scratch, p.d.convert) != nil {
 		return false
 	}
@@ -397,14 +398,14 @@ func (p *passing) image(s *scanner, row *Row) bool {
 // except the images p decodes (p nil: none).
 func readTop(value []byte, p *passing) (members, error) {
 	var m members
-	s := scanner{data: value}
-	if s.atEnd() {
+	s := jsonscan.Scanner{Data: value}
+	if s.AtEnd() {
 		return m, ErrTombstone
 	}
-	if s.peek() != kindObject {
+	if s.Peek() != jsonscan.Object {
 		return m, errors.New("change event: want a JSON object")
 	}
-	err := s.object(func(key []byte, escaped bool) error {
+	err := s.Object(func(key []byte, escaped bool) error {
 		var row *Row
 		var read *bool
 		if p != nil {
@@ -416,19 +417,19 @@ func readTop(value []byte, p *passing) (members, error) {
 			}
 		}
 		var v []byte
-		if row != nil && s.peek() == kindObject {
-			start := s.pos
+		if row != nil && s.Peek() == jsonscan.Object {
+			start := s.Pos
 			if *read = p.image(&s, row); *read {
-				v = s.data[start:s.pos]
+				v = s.Data[start:s.Pos]
 			} else {
-				s.pos = start
+				s.Pos = start
 			}
 		} else if read != nil {
 			*read = false
 		}
 		if v == nil {
 			var err error
-			if v, err = s.skip(); err != nil {
+			if v, err = s.Skip(); err != nil {
 				return err
 			}
 		}
@@ -457,8 +458,8 @@ func readTop(value []byte, p *passing) (members, error) {
 	if err != nil {
 		return m, fmt.Errorf("change event: %w", err)
 	}
-	if !s.atEnd() {
-		return m, fmt.Errorf("change event: %w: data after the object", errJSONSyntax)
+	if !s.AtEnd() {
+		return m, fmt.Errorf("change event: %w: data after the object", jsonscan.ErrSyntax)
 	}
 	return m, nil
 }
@@ -468,11 +469,11 @@ func isNull(v []byte) bool { return string(v) == "null" }
 
 // stringMember decodes a member span that must be a string.
 func stringMember(v []byte, what string) (string, error) {
-	s := scanner{data: v}
-	if s.peek() != kindString {
+	s := jsonscan.Scanner{Data: v}
+	if s.Peek() != jsonscan.String {
 		return "", fmt.Errorf("%s: want a string", what)
 	}
-	str, _, err := s.stringValue(nil)
+	str, _, err := s.StringValue(nil)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}

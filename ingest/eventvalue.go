@@ -12,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
 	"github.com/google/uuid"
+
+	"github.com/streamidx/streamidx/internal/jsonscan"
 )
 
 // timeUnit is the unit of a number that stands for a date, time or
@@ -55,20 +57,20 @@ type colEncoding struct {
 var errOutOfRange = errors.New("out of range")
 
 // convert reads one JSON value of a column of type t.
-func (e colEncoding) convert(t iceberg.Type, s *scanner, scratch *[]byte) (any, error) {
-	kind := s.peek()
-	if kind == kindNull {
-		return nil, s.literal("null")
+func (e colEncoding) convert(t iceberg.Type, s *jsonscan.Scanner, scratch *[]byte) (any, error) {
+	kind := s.Peek()
+	if kind == jsonscan.Null {
+		return nil, s.Literal("null")
 	}
 	switch t := t.(type) {
 	case iceberg.BooleanType:
-		if kind != kindBool {
+		if kind != jsonscan.Bool {
 			return nil, wantKind(kind, "a boolean")
 		}
-		if s.data[s.pos] == 't' {
-			return true, s.literal("true")
+		if s.Data[s.Pos] == 't' {
+			return true, s.Literal("true")
 		}
-		return false, s.literal("false")
+		return false, s.Literal("false")
 	case iceberg.Int32Type:
 		v, err := integer(s, kind, math.MinInt32, math.MaxInt32)
 		return int32(v), err
@@ -96,10 +98,10 @@ func (e colEncoding) convert(t iceberg.Type, s *scanner, scratch *[]byte) (any, 
 	case iceberg.TimestampNsType, iceberg.TimestampTzNsType:
 		return e.timestamp(s, kind, scratch, unitNanos)
 	case iceberg.StringType:
-		if kind != kindString {
+		if kind != jsonscan.String {
 			return nil, wantKind(kind, "a string")
 		}
-		v, sc, err := s.stringValue(*scratch)
+		v, sc, err := s.StringValue(*scratch)
 		*scratch = sc
 		return string(v), err
 	case iceberg.UUIDType:
@@ -127,9 +129,9 @@ func (e colEncoding) convert(t iceberg.Type, s *scanner, scratch *[]byte) (any, 
 	return nil, fmt.Errorf("type %s cannot be decoded from change events", t)
 }
 
-func wantKind(k jsonKind, what string) error {
-	names := map[jsonKind]string{kindBool: "a boolean", kindNumber: "a number", kindString: "a string",
-		kindObject: "an object", kindArray: "an array"}
+func wantKind(k jsonscan.Kind, what string) error {
+	names := map[jsonscan.Kind]string{jsonscan.Bool: "a boolean", jsonscan.Number: "a number", jsonscan.String: "a string",
+		jsonscan.Object: "an object", jsonscan.Array: "an array"}
 	got := names[k]
 	if got == "" {
 		got = "no value"
@@ -137,11 +139,11 @@ func wantKind(k jsonKind, what string) error {
 	return fmt.Errorf("want %s, got %s", what, got)
 }
 
-func stringOf(s *scanner, kind jsonKind, scratch *[]byte, what string) ([]byte, error) {
-	if kind != kindString {
+func stringOf(s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte, what string) ([]byte, error) {
+	if kind != jsonscan.String {
 		return nil, wantKind(kind, what)
 	}
-	v, sc, err := s.stringValue(*scratch)
+	v, sc, err := s.StringValue(*scratch)
 	*scratch = sc
 	return v, err
 }
@@ -149,11 +151,11 @@ func stringOf(s *scanner, kind jsonKind, scratch *[]byte, what string) ([]byte, 
 // integer reads an integral JSON number within [lo, hi]. A number written
 // with a fraction or exponent is accepted when its value is integral (some
 // JSON writers print every number as a double).
-func integer(s *scanner, kind jsonKind, lo, hi int64) (int64, error) {
-	if kind != kindNumber {
+func integer(s *jsonscan.Scanner, kind jsonscan.Kind, lo, hi int64) (int64, error) {
+	if kind != jsonscan.Number {
 		return 0, wantKind(kind, "an integer")
 	}
-	num, err := s.number()
+	num, err := s.Number()
 	if err != nil {
 		return 0, err
 	}
@@ -173,10 +175,10 @@ func integer(s *scanner, kind jsonKind, lo, hi int64) (int64, error) {
 
 // float reads a JSON number, or one of the strings that Debezium's JSON
 // converter writes for the values JSON lacks: "NaN", "Infinity", "-Infinity".
-func float(s *scanner, kind jsonKind, scratch *[]byte) (float64, error) {
+func float(s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte) (float64, error) {
 	switch kind {
-	case kindNumber:
-		num, err := s.number()
+	case jsonscan.Number:
+		num, err := s.Number()
 		if err != nil {
 			return 0, err
 		}
@@ -185,7 +187,7 @@ func float(s *scanner, kind jsonKind, scratch *[]byte) (float64, error) {
 			return 0, fmt.Errorf("%s: %w", num, errOutOfRange)
 		}
 		return f, nil
-	case kindString:
+	case jsonscan.String:
 		str, err := stringOf(s, kind, scratch, "a number")
 		if err != nil {
 			return 0, err
@@ -203,7 +205,7 @@ func float(s *scanner, kind jsonKind, scratch *[]byte) (float64, error) {
 	return 0, wantKind(kind, "a number")
 }
 
-func base64Value(s *scanner, kind jsonKind, scratch *[]byte) ([]byte, error) {
+func base64Value(s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte) ([]byte, error) {
 	str, err := stringOf(s, kind, scratch, "a base64 string")
 	if err != nil {
 		return nil, err
@@ -218,16 +220,16 @@ func base64Value(s *scanner, kind jsonKind, scratch *[]byte) ([]byte, error) {
 
 // decimalValue reads a decimal in the encoding's mode, or a
 // VariableScaleDecimal object in any mode.
-func (e colEncoding) decimalValue(t iceberg.DecimalType, s *scanner, kind jsonKind, scratch *[]byte) (any, error) {
+func (e colEncoding) decimalValue(t iceberg.DecimalType, s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte) (any, error) {
 	prec, scale := int32(t.Precision()), int32(t.Scale())
 	var n decimal128.Num
 	var err error
 	switch {
-	case kind == kindObject:
+	case kind == jsonscan.Object:
 		n, err = variableScaleDecimal(s, scale, scratch)
-	case kind == kindNumber && (e.decimal == decPlain || e.decimal == decDouble):
+	case kind == jsonscan.Number && (e.decimal == decPlain || e.decimal == decDouble):
 		var num []byte
-		if num, err = s.number(); err != nil {
+		if num, err = s.Number(); err != nil {
 			return nil, err
 		}
 		if e.decimal == decDouble {
@@ -235,7 +237,7 @@ func (e colEncoding) decimalValue(t iceberg.DecimalType, s *scanner, kind jsonKi
 		} else {
 			n, err = exactDecimal(num, scale)
 		}
-	case kind == kindString && e.decimal == decBytes:
+	case kind == jsonscan.String && e.decimal == decBytes:
 		var str []byte
 		if str, err = stringOf(s, kind, scratch, "a base64 decimal"); err != nil {
 			return nil, err
@@ -245,7 +247,7 @@ func (e colEncoding) decimalValue(t iceberg.DecimalType, s *scanner, kind jsonKi
 			ws = scale
 		}
 		n, err = unscaledDecimal(str, ws, scale)
-	case kind == kindString:
+	case kind == jsonscan.String:
 		var str []byte
 		if str, err = stringOf(s, kind, scratch, "a decimal string"); err != nil {
 			return nil, err
@@ -264,21 +266,21 @@ func (e colEncoding) decimalValue(t iceberg.DecimalType, s *scanner, kind jsonKi
 }
 
 // variableScaleDecimal reads {"scale": s, "value": base64} at scale.
-func variableScaleDecimal(s *scanner, scale int32, scratch *[]byte) (decimal128.Num, error) {
+func variableScaleDecimal(s *jsonscan.Scanner, scale int32, scratch *[]byte) (decimal128.Num, error) {
 	var ws int64 = -1
 	var raw []byte
-	err := s.object(func(key []byte, _ bool) error {
+	err := s.Object(func(key []byte, _ bool) error {
 		switch string(key) {
 		case "scale":
-			v, err := integer(s, s.peek(), 0, decimal128.MaxScale)
+			v, err := integer(s, s.Peek(), 0, decimal128.MaxScale)
 			ws = v
 			return err
 		case "value":
-			v, err := stringOf(s, s.peek(), scratch, "a base64 decimal")
+			v, err := stringOf(s, s.Peek(), scratch, "a base64 decimal")
 			raw = v
 			return err
 		}
-		_, err := s.skip()
+		_, err := s.Skip()
 		return err
 	})
 	if err != nil {
@@ -384,8 +386,8 @@ func roundedDecimal(num []byte, scale int32) (decimal128.Num, error) {
 }
 
 // date reads days since the epoch, or "YYYY-MM-DD".
-func (e colEncoding) date(s *scanner, kind jsonKind, scratch *[]byte) (any, error) {
-	if kind == kindString {
+func (e colEncoding) date(s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte) (any, error) {
+	if kind == jsonscan.String {
 		str, err := stringOf(s, kind, scratch, "a date")
 		if err != nil {
 			return nil, err
@@ -434,8 +436,8 @@ func convertUnit(v int64, from, to timeUnit) (int64, error) {
 // timeOfDay reads microseconds from midnight: a number in the encoding's
 // unit (micros by default), or "HH:MM:SS[.fffffffff]" with an optional zone
 // (Debezium's ZonedTime), which is converted to UTC.
-func (e colEncoding) timeOfDay(s *scanner, kind jsonKind, scratch *[]byte) (any, error) {
-	if kind == kindString {
+func (e colEncoding) timeOfDay(s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte) (any, error) {
+	if kind == jsonscan.String {
 		str, err := stringOf(s, kind, scratch, "a time")
 		if err != nil {
 			return nil, err
@@ -474,8 +476,8 @@ var timestampLayouts = []string{
 
 // timestamp reads an instant in unit want: a number in the encoding's unit
 // (the type's own by default), or an ISO 8601 string.
-func (e colEncoding) timestamp(s *scanner, kind jsonKind, scratch *[]byte, want timeUnit) (any, error) {
-	if kind == kindString {
+func (e colEncoding) timestamp(s *jsonscan.Scanner, kind jsonscan.Kind, scratch *[]byte, want timeUnit) (any, error) {
+	if kind == jsonscan.String {
 		str, err := stringOf(s, kind, scratch, "a timestamp")
 		if err != nil {
 			return nil, err

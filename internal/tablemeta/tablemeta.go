@@ -12,7 +12,6 @@
 package tablemeta
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -165,25 +164,24 @@ func (v *View) ColumnName(id int) string {
 }
 
 // metadataFile is the part of a table metadata file (table spec, "Table
-// Metadata Fields") that a View holds.
+// Metadata Fields") that a View holds; a nil pointer is a field the file
+// does not have (or has as null).
 type metadataFile struct {
-	FormatVersion     *int              `json:"format-version"`
-	UUID              string            `json:"table-uuid"`
-	Location          *string           `json:"location"`
-	Properties        map[string]string `json:"properties"`
-	CurrentSnapshotID *int64            `json:"current-snapshot-id"`
-	Snapshots         []struct {
-		ID             *int64 `json:"snapshot-id"`
-		ParentID       *int64 `json:"parent-snapshot-id"`
-		SequenceNumber int64  `json:"sequence-number"`
-		TimestampMs    *int64 `json:"timestamp-ms"`
-		SchemaID       *int   `json:"schema-id"`
-		ManifestList   string `json:"manifest-list"`
-		Manifests      []any  `json:"manifests"`
-	} `json:"snapshots"`
-	Schemas         []*iceberg.Schema `json:"schemas"`
-	Schema          *iceberg.Schema   `json:"schema"` // format version 1
-	CurrentSchemaID *int              `json:"current-schema-id"`
+	formatVersion     *int64
+	uuid              string
+	location          *string
+	properties        map[string]string
+	currentSnapshotID *int64
+	snapshots         []snapshotFields
+	schemas           []*iceberg.Schema
+	schema            *iceberg.Schema // format version 1
+	currentSchemaID   *int64
+}
+
+type snapshotFields struct {
+	id, parentID, timestampMs, schemaID *int64
+	sequenceNumber                      int64
+	manifestList                        string
 }
 
 // ErrUnsupported is returned (wrapped) by Parse for a metadata file that is
@@ -193,55 +191,63 @@ type metadataFile struct {
 var ErrUnsupported = errors.New("table metadata the view does not cover")
 
 // Parse reads a table metadata file (its JSON) into a view, checking the
-// fields the view holds as the table spec requires them.
+// fields the view holds as the table spec requires them. It reads with
+// jsonscan rather than encoding/json: a table that commits every few
+// seconds keeps thousands of snapshots, each with a summary a lookup does
+// not need, and a lookup process reads the whole file.
 func Parse(ident []string, location string, data []byte) (*View, error) {
-	var m metadataFile
-	if err := json.Unmarshal(data, &m); err != nil {
+	m, err := scanMetadata(data)
+	if err != nil {
 		return nil, fmt.Errorf("table metadata %s: %w", location, err)
 	}
 	bad := func(what string) error {
 		return fmt.Errorf("table metadata %s: %s", location, what)
 	}
-	if m.FormatVersion == nil || *m.FormatVersion < 1 || *m.FormatVersion > 3 {
+	if m.formatVersion == nil || *m.formatVersion < 1 || *m.formatVersion > 3 {
 		return nil, bad("format-version is missing or not 1, 2 or 3")
 	}
-	if m.Location == nil {
+	if m.location == nil {
 		return nil, bad("location is missing")
 	}
-	if m.UUID == "" && *m.FormatVersion > 1 {
+	if m.uuid == "" && *m.formatVersion > 1 {
 		return nil, bad("table-uuid is missing")
 	}
-	if m.UUID != "" {
-		u, err := uuid.Parse(m.UUID)
+	if m.uuid != "" {
+		u, err := uuid.Parse(m.uuid)
 		if err != nil {
-			return nil, bad(fmt.Sprintf("table-uuid %q: %v", m.UUID, err))
+			return nil, bad(fmt.Sprintf("table-uuid %q: %v", m.uuid, err))
 		}
-		m.UUID = u.String()
+		m.uuid = u.String()
 	}
-	schemas, current := m.Schemas, -1
-	if m.CurrentSchemaID != nil {
-		current = *m.CurrentSchemaID
+	schemas, current := m.schemas, -1
+	if m.currentSchemaID != nil {
+		current = int(*m.currentSchemaID)
 	}
-	if len(schemas) == 0 && m.Schema != nil {
-		schemas, current = []*iceberg.Schema{m.Schema}, m.Schema.ID
+	if len(schemas) == 0 && m.schema != nil {
+		schemas, current = []*iceberg.Schema{m.schema}, m.schema.ID
 	}
 	if len(schemas) == 0 || current < 0 {
 		return nil, bad("schemas or current-schema-id are missing")
 	}
 	var cur int64
-	if m.CurrentSnapshotID != nil && *m.CurrentSnapshotID != -1 {
-		cur = *m.CurrentSnapshotID
+	if m.currentSnapshotID != nil && *m.currentSnapshotID != -1 {
+		cur = *m.currentSnapshotID
 	}
-	snaps := make([]Snapshot, 0, len(m.Snapshots))
-	for _, s := range m.Snapshots {
-		if s.ID == nil || s.TimestampMs == nil {
+	snaps := make([]Snapshot, 0, len(m.snapshots))
+	for _, s := range m.snapshots {
+		if s.id == nil || s.timestampMs == nil {
 			return nil, bad("a snapshot without snapshot-id or timestamp-ms")
 		}
-		if s.ManifestList == "" {
-			return nil, fmt.Errorf("table metadata %s: snapshot %d has no manifest-list: %w", location, *s.ID, ErrUnsupported)
+		if s.manifestList == "" {
+			return nil, fmt.Errorf("table metadata %s: snapshot %d has no manifest-list: %w", location, *s.id, ErrUnsupported)
 		}
-		snaps = append(snaps, Snapshot{ID: *s.ID, ParentID: s.ParentID, SequenceNumber: s.SequenceNumber,
-			TimestampMs: *s.TimestampMs, SchemaID: s.SchemaID, ManifestList: s.ManifestList})
+		snap := Snapshot{ID: *s.id, ParentID: s.parentID, SequenceNumber: s.sequenceNumber, TimestampMs: *s.timestampMs,
+			ManifestList: s.manifestList}
+		if s.schemaID != nil {
+			id := int(*s.schemaID)
+			snap.SchemaID = &id
+		}
+		snaps = append(snaps, snap)
 	}
 	var cs *iceberg.Schema
 	for _, s := range schemas {
@@ -259,5 +265,5 @@ func Parse(ident []string, location string, data []byte) (*View, error) {
 	if !found {
 		return nil, bad(fmt.Sprintf("current-snapshot-id %d is not among its snapshots", cur))
 	}
-	return New(ident, location, *m.FormatVersion, m.UUID, *m.Location, m.Properties, cur, snaps, schemas, cs), nil
+	return New(ident, location, int(*m.formatVersion), m.uuid, *m.location, m.properties, cur, snaps, schemas, cs), nil
 }

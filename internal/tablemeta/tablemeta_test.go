@@ -167,3 +167,34 @@ func FuzzParse(f *testing.F) {
 		_ = v.ColumnName(1)
 	})
 }
+
+// TestParseReadsEscapesAndSkipsTheRest: escaped member names and values,
+// nulls, members the view does not hold (of every JSON kind) and a member
+// given twice read as encoding/json reads them; text after the object is
+// refused.
+func TestParseReadsEscapesAndSkipsTheRest(t *testing.T) {
+	doc := `{"form\u0061t-version": 2, "table-uuid": "9c12d441-03fe-4693-9a96-a0705ddf69c1",
+	  "location": "s3://b/caf\u00e9/\"x\"", "location": "s3://b/caf\u00e9/\"y\"",
+	  "unknown": {"a": [1, 2.5e3, true, false, null, {"b": "c"}]}, "refs": null,
+	  "properties": {"k\u0031": "v\n1", "k2": ""},
+	  "current-schema-id": 0, "schemas": [{"type": "struct", "schema-id": 0, "fields": []}],
+	  "current-snapshot-id": null, "snapshots": [{"snapshot-id": 7, "timestamp-ms": 1, "manifest-list": "m\u002eavro",
+	    "parent-snapshot-id": null, "summary": {"operation": "append", "x": "\u263a"}}]}`
+	v, err := Parse([]string{"a", "t"}, "m.json", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.FormatVersion != 2 || v.Location != `s3://b/café/"y"` || v.Properties["k1"] != "v\n1" || len(v.Properties) != 2 {
+		t.Errorf("view %+v", v)
+	}
+	s := v.SnapshotByID(7)
+	if v.CurrentSnapshotID != 0 || s == nil || s.ManifestList != "m.avro" || s.ParentID != nil {
+		t.Errorf("snapshot %+v, current %d", s, v.CurrentSnapshotID)
+	}
+	for _, bad := range []string{doc + ` {}`, strings.Replace(doc, `"timestamp-ms": 1,`, `"timestamp-ms": 1.5,`, 1),
+		strings.Replace(doc, `"k2": ""`, `"k2": 3`, 1), strings.Replace(doc, `"v\n1"`, `"v\x"`, 1)} {
+		if _, err := Parse([]string{"a", "t"}, "m.json", []byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		}
+	}
+}
