@@ -422,6 +422,20 @@ func (s *Scanner) Object(member func(key []byte, escaped bool) error) error {
 	}
 }
 
+// Members is Object with the keys unescaped: member gets each key, held in
+// *keys when it had escapes (valid until the next key), with the scanner at
+// its value.
+func (s *Scanner) Members(keys *[]byte, member func(key []byte) error) error {
+	return s.Object(func(raw []byte, escaped bool) error {
+		k, buf, err := KeyString(raw, escaped, (*keys)[:0])
+		if err != nil {
+			return err
+		}
+		*keys = buf
+		return member(k)
+	})
+}
+
 // Array consumes an array, calling elem with the Scanner at each element.
 func (s *Scanner) Array(elem func() error) error {
 	if err := s.Expect('['); err != nil {

@@ -18,12 +18,8 @@ func scanMetadata(data []byte) (*metadataFile, error) {
 	// Keys and string values unescape into scratch buffers of their own:
 	// a value read must not overwrite the key it is reported under.
 	var keys, scratch []byte
-	err := s.Object(func(key []byte, escaped bool) error {
-		k, sc, err := jsonscan.KeyString(key, escaped, keys[:0])
-		if err != nil {
-			return err
-		}
-		keys = sc
+	err := s.Members(&keys, func(k []byte) error {
+		var err error
 		switch string(k) {
 		case "format-version":
 			m.formatVersion, err = optInt(s)
@@ -74,12 +70,8 @@ func snapshots(s *jsonscan.Scanner, scratch *[]byte) ([]snapshotFields, error) {
 	var keys []byte
 	err := s.Array(func() error {
 		var f snapshotFields
-		err := s.Object(func(key []byte, escaped bool) error {
-			k, sc, err := jsonscan.KeyString(key, escaped, keys[:0])
-			if err != nil {
-				return err
-			}
-			keys = sc
+		err := s.Members(&keys, func(k []byte) error {
+			var err error
 			switch string(k) {
 			case "snapshot-id":
 				f.id, err = optInt(s)
@@ -149,11 +141,8 @@ func strMap(s *jsonscan.Scanner, scratch *[]byte) (map[string]string, error) {
 		return nil, s.Literal("null")
 	}
 	out := map[string]string{}
-	err := s.Object(func(key []byte, escaped bool) error {
-		k, _, err := jsonscan.KeyString(key, escaped, nil)
-		if err != nil {
-			return err
-		}
+	var keys []byte
+	err := s.Members(&keys, func(k []byte) error {
 		v, err := str(s, scratch)
 		if err != nil {
 			return fmt.Errorf("%s: %w", k, err)
