@@ -437,6 +437,9 @@ func (s *Scanner) Members(keys *[]byte, member func(key []byte) error) error {
 }
 
 // Array consumes an array, calling elem with the Scanner at each element.
+// Its loop is Object's, written again on purpose: Object built on one
+// shared loop (a closure per member) decoded Debezium events 5-7% slower
+// (BenchmarkDecodeDebezium*, 2026-12-04, three alternating runs each).
 func (s *Scanner) Array(elem func() error) error {
 	if err := s.Expect('['); err != nil {
 		return err
