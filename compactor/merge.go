@@ -492,10 +492,11 @@ type merger struct {
 	batchPos  int   // rows of that batch handed on
 
 	group    group
-	oldKey   []byte // staging key of the last entry decoded from the file being merged
-	keyBuf   []byte // scratch: the staging key of an entry read
-	checkBuf []byte // scratch: the staging key of a mutation's entry
-	encBuf   []byte // scratch: the encoding of an entry's stored values
+	oldKey   []byte     // staging key of the last entry decoded from the file being merged
+	keyBuf   []byte     // scratch: the staging key of an entry read
+	checkBuf []byte     // scratch: the staging key of a mutation's entry
+	encBuf   []byte     // scratch: the encoding of an entry's stored values
+	stored   format.Key // scratch: an entry's stored values
 	rowBuf   format.Key
 	// rowOf is the row of the batch being merged that rowBuf and keyBuf
 	// hold, or -1: a changed key's row is asked for up to three times
@@ -1272,12 +1273,12 @@ func (m *merger) resolveGroup(oldFile int) error {
 }
 
 func (m *merger) storedEncoding(entry format.Key) ([]byte, error) {
-	stored := make(format.Key, len(m.storedPos))
-	for i, pos := range m.storedPos {
-		stored[i] = entry[pos]
+	m.stored = m.stored[:0]
+	for _, pos := range m.storedPos {
+		m.stored = append(m.stored, entry[pos])
 	}
 	var err error
-	m.encBuf, err = format.AppendKey(m.encBuf[:0], m.storedTypes, stored)
+	m.encBuf, err = format.AppendKey(m.encBuf[:0], m.storedTypes, m.stored)
 	if err != nil {
 		return nil, fmt.Errorf("merge: encode entry %s: %w", m.describe(entry), err)
 	}

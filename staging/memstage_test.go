@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // memStageMutations makes n mutations of distinct entries (see
@@ -179,4 +180,60 @@ func firstDiff(a, b []staged) string {
 		}
 	}
 	return fmt.Sprint(min(len(a), len(b)))
+}
+
+// TestDroppedMemoryStageBuffersReused: the next memory stage fills the
+// buffers of one dropped before it, and never those of one still being
+// iterated: a stage dropped and followed by another during an Iterate
+// still reads back whole, and the one after it is whole too.
+func TestDroppedMemoryStageBuffersReused(t *testing.T) {
+	s, err := OpenStore(t.TempDir(), StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	adds1, want1 := memStageMutations(21, 20000)
+	adds2, want2 := memStageMutations(22, 20000)
+
+	stageRecomputable(t, s, 1, adds1, true)
+	first := unsafe.SliceData(s.memStageOf("idx", 1).buf)
+	if err := s.Drop("idx", 1); err != nil {
+		t.Fatal(err)
+	}
+	stageRecomputable(t, s, 2, adds2, true)
+	if got := unsafe.SliceData(s.memStageOf("idx", 2).buf); got != first {
+		t.Error("the stage after a dropped one did not reuse its buffer")
+	}
+	if got := collect(t, s, "idx", 2); !slices.Equal(got, want2) {
+		t.Errorf("stage 2 on a reused buffer: %d mutations, want %d (first difference at %s)", len(got), len(want2), firstDiff(got, want2))
+	}
+
+	// Dropped while iterated, and another staged meanwhile.
+	var got []staged
+	err = s.Iterate("idx", 2, func(k, v []byte, count int) error {
+		if len(got) == 0 {
+			if err := s.Drop("idx", 2); err != nil {
+				return err
+			}
+			stageRecomputable(t, s, 3, adds1, true)
+		}
+		got = append(got, staged{string(k), string(v), count})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want2) {
+		t.Errorf("stage 2 dropped during its iteration: %d mutations, want %d (first difference at %s)", len(got), len(want2), firstDiff(got, want2))
+	}
+	if got := collect(t, s, "idx", 3); !slices.Equal(got, want1) {
+		t.Errorf("stage 3, staged during that iteration: %d mutations, want %d (first difference at %s)", len(got), len(want1), firstDiff(got, want1))
+	}
+	// The iterated stage's buffers went back once it was done.
+	if err := s.Drop("idx", 3); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.memSpare); n != memSpares {
+		t.Errorf("%d spare buffers kept after the iterated stage ended and the next was dropped, want %d", n, memSpares)
+	}
 }

@@ -191,6 +191,7 @@ type Store struct {
 	memMu     sync.Mutex
 	memStages map[string]*memStage
 	memBytes  int64
+	memSpare  []*memStage // buffers of dropped memory stages (see recycle)
 }
 
 const (
@@ -397,6 +398,7 @@ func (s *Store) Close() error {
 	s.memMu.Lock()
 	clear(s.memStages)
 	s.memBytes = 0
+	s.memSpare = nil
 	s.memMu.Unlock()
 	err := s.db.Close()
 	if lerr := s.lock.Close(); err == nil {
@@ -568,7 +570,7 @@ type Stager struct {
 func (st *Stager) Recomputable() {
 	st.recomputable = true
 	if st.mutations == 0 && st.mem == nil && st.s.opts.MemoryStageBytes > 0 {
-		st.mem = &memStage{index: st.index}
+		st.mem = st.s.newMemStage(st.index)
 	}
 }
 
@@ -675,6 +677,9 @@ func (st *Stager) finish() {
 	st.done = true
 	if st.mem != nil { // given up: a sealed one belongs to the store
 		st.s.releaseMem(st.mem.reserved)
+		st.s.memMu.Lock()
+		st.s.recycle(st.mem)
+		st.s.memMu.Unlock()
 		st.mem = nil
 	}
 	_ = st.batch.Close()
@@ -773,8 +778,8 @@ func (s *Store) Iterate(index string, sourceSnapshotID int64, fn func(entryKey, 
 	if s.closed.Load() {
 		return ErrStoreClosed
 	}
-	if m := s.memStageOf(index, sourceSnapshotID); m != nil {
-		return m.iterate(fn)
+	if found, err := s.iterateMem(index, sourceSnapshotID, fn); found {
+		return err
 	}
 	_, _, sealed, err := s.stageState(index, sourceSnapshotID)
 	if err != nil {
