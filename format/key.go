@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/apache/iceberg-go"
@@ -117,17 +118,23 @@ func appendValueKey(dst []byte, t iceberg.Type, v any) ([]byte, error) {
 
 func appendEscaped[S string | []byte](dst []byte, s S) []byte {
 	for {
-		i := 0
-		for i < len(s) && s[i] != 0 {
-			i++
+		i := indexNul(s)
+		if i < 0 {
+			return append(append(dst, s...), keyEscape, keyTerminator)
 		}
-		dst = append(dst, s[:i]...)
-		if i == len(s) {
-			return append(dst, keyEscape, keyTerminator)
-		}
-		dst = append(dst, keyEscape, keyEscapedNul)
+		dst = append(append(dst, s[:i]...), keyEscape, keyEscapedNul)
 		s = s[i+1:]
 	}
+}
+
+// indexNul is the index of the first NUL byte of s, or -1: the standard
+// library's vectorised search, about twice as fast as a loop over a data
+// file path (BenchmarkAppendKeyPath).
+func indexNul[S string | []byte](s S) int {
+	if b, ok := any(s).([]byte); ok {
+		return bytes.IndexByte(b, 0)
+	}
+	return strings.IndexByte(string(s), 0)
 }
 
 // DecodeKey decodes one key of the given types from the front of data and

@@ -520,3 +520,17 @@ func randomKeyBytes(r *rand.Rand, n int) []byte {
 	}
 	return b
 }
+
+// BenchmarkAppendKeyPath encodes the entry of a primary-key index with
+// `_file`, whose long path the key escapes.
+func BenchmarkAppendKeyPath(b *testing.B) {
+	types := []iceberg.Type{iceberg.PrimitiveTypes.Int64, iceberg.PrimitiveTypes.String, iceberg.PrimitiveTypes.Int64}
+	k := Key{int64(9_999_123), "file:///var/lib/streamidx/warehouse/bench.db/orders/data/00049-0-6f1c2a7e-9b3d-4d0e-8f0a-2b6c9d1e4f57-00001.parquet", int64(18_211)}
+	buf := make([]byte, 0, 256)
+	for b.Loop() {
+		var err error
+		if buf, err = AppendKey(buf[:0], types, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
