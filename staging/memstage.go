@@ -174,7 +174,7 @@ func (st *Stager) spill() error {
 // partial and redone, as it would be anyway).
 func (st *Stager) memSeal(meta SealMeta) error {
 	m := st.mem
-	slices.SortStableFunc(m.recs, func(a, b memRecord) int { return bytes.Compare(a.bytes(m.buf), b.bytes(m.buf)) })
+	slices.SortFunc(m.recs, func(a, b memRecord) int { return bytes.Compare(a.bytes(m.buf), b.bytes(m.buf)) })
 	out := m.recs[:0]
 	for _, r := range m.recs {
 		if n := len(out); n > 0 && out[n-1].keyLen == r.keyLen && bytes.Equal(out[n-1].bytes(m.buf), r.bytes(m.buf)) {
