@@ -2,8 +2,11 @@ package format
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	"github.com/apache/iceberg-go"
 )
 
 func TestRangeFileRoundTripAllTypes(t *testing.T) {
@@ -376,5 +380,74 @@ func TestRangeFileOptionsRefuseNegativeSizes(t *testing.T) {
 		if _, err := NewRangeFileWriter(&bytes.Buffer{}, s, opts); err == nil {
 			t.Errorf("NewRangeFileWriter(%+v) succeeded", opts)
 		}
+	}
+}
+
+// TestRangeFileIntegersDeltaEncoded: integer columns that are not cluster
+// fields are written as DELTA_BINARY_PACKED and read back exactly, steps
+// that overflow 64 (and 32) bits included; cluster fields keep the pages the
+// page index picks from.
+func TestRangeFileIntegersDeltaEncoded(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		typ     iceberg.Type
+		cluster int // field 1 (the id) or 2 (the name)
+		ids     []any
+	}{
+		{"long key", iceberg.PrimitiveTypes.Int64, 1, []any{int64(math.MinInt64), int64(math.MinInt64 + 1), int64(-1), int64(0), int64(1), int64(1 << 40), int64(math.MaxInt64 - 1), int64(math.MaxInt64)}},
+		{"int carried", iceberg.PrimitiveTypes.Int32, 2, []any{int32(math.MaxInt32), int32(math.MinInt32), int32(-7), int32(math.MaxInt32 - 1), int32(3), int32(0)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			s := rfSimpleIndexOf(t, c.typ, c.cluster)
+			var rows []rfRow
+			positions := []int64{math.MaxInt64, math.MinInt64, 0, math.MaxInt64, -1, math.MinInt64}
+			for rep := range 300 { // past one block of 128 values
+				for i, id := range c.ids {
+					n := len(rows)
+					rows = append(rows, rfRow{1: id, 2: fmt.Sprintf("n-%04d-%d", rep, i), rfFileID: "s3://b/data/f.parquet", rfPosID: positions[n%len(positions)]})
+				}
+			}
+			// In cluster order; the identity's other field breaks ties.
+			slices.SortStableFunc(rows, func(a, b rfRow) int {
+				byID, byName := Compare(c.typ, a[1], b[1]), strings.Compare(a[2].(string), b[2].(string))
+				if c.cluster == 2 {
+					return cmp.Or(byName, byID)
+				}
+				return cmp.Or(byID, byName)
+			})
+			data, _ := rfWrite(t, mem, s, rows, RangeFileOptions{RowGroupRows: 1000}, 77, 500)
+
+			pf, err := file.NewParquetReader(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pf.Close()
+			sc := pf.MetaData().Schema
+			checked := 0
+			for g := range pf.NumRowGroups() {
+				for i := range sc.NumColumns() {
+					col := sc.Column(i)
+					if pt := col.PhysicalType(); pt != parquet.Types.Int32 && pt != parquet.Types.Int64 {
+						continue
+					}
+					cc, err := pf.MetaData().RowGroup(g).ColumnChunk(i)
+					if err != nil {
+						t.Fatal(err)
+					}
+					delta := slices.Contains(cc.Encodings(), parquet.Encodings.DeltaBinaryPacked)
+					if want := !s.IsCluster(int(col.SchemaNode().FieldID())); delta != want {
+						t.Errorf("row group %d column %s: encodings %v; DELTA_BINARY_PACKED %v, want %v", g, col.Name(), cc.Encodings(), delta, want)
+					}
+					checked++
+				}
+			}
+			if checked < 2*pf.NumRowGroups() {
+				t.Fatalf("%d integer column chunks in %d row groups, want two in each", checked, pf.NumRowGroups())
+			}
+			r := rfOpen(t, mem, data, s)
+			rfCheckRows(t, s, rfStoredIDs(s), rfReadRows(t, r, s, nil, nil), rows)
+		})
 	}
 }
