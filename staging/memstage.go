@@ -50,11 +50,14 @@ const memSpares = 2
 func (s *Store) memSpareMaxBytes() int64 { return s.opts.MemoryStageBytes / 4 }
 
 // newMemStage starts a memory stage of index, on the buffers of a dropped
-// one when the store keeps any.
+// one when the store keeps any and its budget is at most half taken: a
+// stage takes its share of the budget by the capacity it holds, so a
+// large spare in a busy store would send the stage to Pebble at its first
+// mutation.
 func (s *Store) newMemStage(index string) *memStage {
 	m := &memStage{index: index}
 	s.memMu.Lock()
-	if n := len(s.memSpare); n > 0 {
+	if n := len(s.memSpare); n > 0 && s.memBytes+s.memSpareMaxBytes() <= s.opts.MemoryStageBytes/2 {
 		sp := s.memSpare[n-1]
 		s.memSpare[n-1] = nil
 		s.memSpare = s.memSpare[:n-1]

@@ -289,3 +289,50 @@ func BenchmarkMemoryStage(b *testing.B) {
 		}
 	}
 }
+
+// TestSpareBuffersWaitForABudgetHalfFree: a dropped stage's buffers are
+// filled again only while the store's memory budget is at most half
+// taken, so that a small stage beside large ones does not take a spare's
+// share of the budget and go to Pebble for it.
+func TestSpareBuffersWaitForABudgetHalfFree(t *testing.T) {
+	s, err := OpenStore(t.TempDir(), StoreOptions{MemoryStageBytes: 16 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	small, wantSmall := memStageMutations(31, 5000)
+	large, _ := memStageMutations(32, 100000)
+
+	stageRecomputable(t, s, 1, large, true) // holds more than half the budget
+	if s.memStageOf("idx", 1) == nil || s.memBytes <= 8<<20 {
+		t.Fatalf("the large stage holds %d bytes of a 16 MiB budget in memory, want over half", s.memBytes)
+	}
+	stageRecomputable(t, s, 2, small, true)
+	spare := unsafe.SliceData(s.memStageOf("idx", 2).buf)
+	if err := s.Drop("idx", 2); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.memSpare) != 1 {
+		t.Fatalf("%d spare buffers after a small stage was dropped, want 1", len(s.memSpare))
+	}
+	stageRecomputable(t, s, 3, small, true)
+	if got := unsafe.SliceData(s.memStageOf("idx", 3).buf); got == spare || len(s.memSpare) != 1 {
+		t.Error("a stage took a spare buffer while the budget was more than half taken")
+	}
+	for _, snap := range []int64{1, 3} {
+		if err := s.Drop("idx", snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var spares []*byte // stage 2's, then stage 3's
+	for _, sp := range s.memSpare {
+		spares = append(spares, unsafe.SliceData(sp.buf))
+	}
+	stageRecomputable(t, s, 4, small, true)
+	if got := unsafe.SliceData(s.memStageOf("idx", 4).buf); len(spares) != memSpares || spares[0] != spare || got != spares[1] {
+		t.Error("with the budget free again, the next stage did not take the last spare buffer")
+	}
+	if got := collect(t, s, "idx", 4); !slices.Equal(got, wantSmall) {
+		t.Errorf("stage 4 on a reused buffer: %d mutations, want %d (first difference at %s)", len(got), len(wantSmall), firstDiff(got, wantSmall))
+	}
+}
