@@ -114,8 +114,9 @@ func (s *Store) memStageOf(index string, snap int64) *memStage {
 // iterateMem iterates the sealed memory stage of (index, snap), whose
 // buffers are not reused while it does; found is false when there is none.
 func (s *Store) iterateMem(index string, snap int64, fn func(entryKey, entryValue []byte, count int) error) (found bool, err error) {
+	k := memKey(index, snap)
 	s.memMu.Lock()
-	m := s.memStages[memKey(index, snap)]
+	m := s.memStages[k]
 	if m != nil {
 		m.readers++
 	}
@@ -126,7 +127,7 @@ func (s *Store) iterateMem(index string, snap int64, fn func(entryKey, entryValu
 	defer func() {
 		s.memMu.Lock()
 		m.readers--
-		if s.memStages[memKey(index, snap)] != m { // dropped meanwhile
+		if s.memStages[k] != m { // dropped meanwhile
 			s.recycle(m)
 		}
 		s.memMu.Unlock()
