@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -17,7 +18,7 @@ const memQuantum = 1 << 20
 
 // memRecordBytes is what a staged mutation costs in memory beside its key
 // and value: its memRecord.
-const memRecordBytes = 20
+const memRecordBytes = int64(unsafe.Sizeof(memRecord{}))
 
 // A memory stage holds a recomputable stage (Stager.Recomputable) in the
 // process instead of Pebble: its mutations in one buffer, sorted and summed
@@ -178,7 +179,7 @@ func (st *Stager) spill() error {
 // partial and redone, as it would be anyway).
 func (st *Stager) memSeal(meta SealMeta) error {
 	m := st.mem
-	slices.SortFunc(m.recs, func(a, b memRecord) int { return bytes.Compare(a.bytes(m.buf), b.bytes(m.buf)) })
+	m.recs = sortRecords(m.recs, m.buf)
 	out := m.recs[:0]
 	for _, r := range m.recs {
 		if n := len(out); n > 0 && out[n-1].keyLen == r.keyLen && bytes.Equal(out[n-1].bytes(m.buf), r.bytes(m.buf)) {

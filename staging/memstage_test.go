@@ -1,6 +1,7 @@
 package staging
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -250,8 +251,8 @@ func BenchmarkMemoryStage(b *testing.B) {
 	defer s.Close()
 	const keys = 10_000
 	type mutation struct {
-		key   []byte
-		count int
+		key, val []byte
+		count    int
 	}
 	r := rand.New(rand.NewPCG(1, 2))
 	var muts []mutation
@@ -261,8 +262,12 @@ func BenchmarkMemoryStage(b *testing.B) {
 			if gen == 1 {
 				id = 9_990_000 + int64(i)
 			}
-			key := fmt.Appendf(nil, "%016x file:///warehouse/bench.db/orders/data/%05d-0-6f1c2a7e-9b3d-4d0e-8f0a-2b6c9d1e4f57-00001.parquet %d", id, gen, i)
-			muts = append(muts, mutation{key, count})
+			// As format encodes them: a tag byte and the big-endian
+			// value with its sign bit flipped, then the value's fields.
+			key := binary.BigEndian.AppendUint64([]byte{0x01}, uint64(id)^1<<63)
+			val := fmt.Appendf([]byte{0x01}, "file:///warehouse/bench.db/orders/data/%05d-0-6f1c2a7e-9b3d-4d0e-8f0a-2b6c9d1e4f57-00001.parquet\x00", gen)
+			val = binary.BigEndian.AppendUint64(append(val, 0x01), uint64(i)^1<<63)
+			muts = append(muts, mutation{key, val, count})
 		}
 	}
 	snap := int64(0)
@@ -274,7 +279,7 @@ func BenchmarkMemoryStage(b *testing.B) {
 		}
 		st.Recomputable()
 		for _, m := range muts {
-			if err := st.Add(m.key[:16], m.key[16:], m.count); err != nil {
+			if err := st.Add(m.key, m.val, m.count); err != nil {
 				b.Fatal(err)
 			}
 		}
