@@ -318,6 +318,7 @@ func firstError(errs []error) error {
 func (m *merger) bufferDelta(pull func() (mutation, bool, error)) (buffered []mutation, complete bool, err error) {
 	var size int64
 	var last []byte
+	var arena mutationArena
 	for size < m.opts.ParallelDeltaBytes {
 		mu, ok, err := pull()
 		if err != nil {
@@ -334,7 +335,7 @@ func (m *merger) bufferDelta(pull func() (mutation, bool, error)) (buffered []mu
 				return nil, false, err
 			}
 		}
-		mu = mu.owned()
+		mu = arena.own(mu)
 		last = mu.key
 		buffered = append(buffered, mu)
 		size += int64(len(mu.key) + len(mu.value))
@@ -388,6 +389,11 @@ func (m *merger) split(buffered []mutation) ([]*merger, error) {
 			total += weight[target]
 		}
 	}
+	// The merger that pulls a mutation finds its file without decoding
+	// its key again.
+	for i := range buffered {
+		buffered[i].target, buffered[i].targeted = targets[i], true
+	}
 	if touched < 2 {
 		return nil, nil
 	}
@@ -424,6 +430,9 @@ func (m *merger) part(from, to int, muts []mutation) *merger {
 	p := &merger{ctx: m.ctx, is: m.is, opts: m.opts, dir: m.dir, codec: m.codec, prev: m.prev[from:to], groupMax: m.groupMax[from:to],
 		clusterTypes: m.clusterTypes, fields: m.fields, entrySchema: m.entrySchema, storedPos: m.storedPos, storedTypes: m.storedTypes,
 		dictFields: m.dictFields, computed: m.computed, opaque: m.opaque, avgEntrySize: m.avgEntrySize, source: -1}
+	for i := range muts {
+		muts[i].target -= from
+	}
 	p.pull = replay(muts, func() (mutation, bool, error) { return mutation{}, false, nil })
 	return p
 }
@@ -434,15 +443,40 @@ type mutation struct {
 	key, value []byte
 	count      int
 	target     int // index in prev of the range file the key falls into
+	// stable says that key and value stay good for the whole merge (a
+	// buffered mutation's): a delta's are good only until it yields the
+	// next.
+	stable bool
+	// targeted says that target is set (split set it), for prev of the
+	// merger that pulls the mutation.
+	targeted bool
 }
 
-// owned returns mu with its key and value copied into one allocation: a
-// delta's are good only until it yields the next.
+// owned returns mu with its key and value copied into one allocation,
+// unless they are stable already.
 func (mu mutation) owned() mutation {
+	if mu.stable {
+		return mu
+	}
 	own := make([]byte, len(mu.key)+len(mu.value))
 	copy(own, mu.key)
 	copy(own[len(mu.key):], mu.value)
-	mu.key, mu.value = own[:len(mu.key):len(mu.key)], own[len(mu.key):]
+	mu.key, mu.value, mu.stable = own[:len(mu.key):len(mu.key)], own[len(mu.key):], true
+	return mu
+}
+
+// mutationArena holds the keys and values of buffered mutations, in chunks:
+// one allocation for many mutations where owned makes one each.
+type mutationArena struct{ chunk []byte }
+
+func (a *mutationArena) own(mu mutation) mutation {
+	n := len(mu.key) + len(mu.value)
+	if cap(a.chunk)-len(a.chunk) < n {
+		a.chunk = make([]byte, 0, max(n, 256<<10))
+	}
+	k := len(a.chunk)
+	a.chunk = append(append(a.chunk, mu.key...), mu.value...)
+	mu.key, mu.value, mu.stable = a.chunk[k:k+len(mu.key):k+len(mu.key)], a.chunk[k+len(mu.key):len(a.chunk):len(a.chunk)], true
 	return mu
 }
 
@@ -472,8 +506,11 @@ type merger struct {
 	ahead   []mutation
 	head    mutation
 	hasHead bool
-	lastKey []byte // of the last mutation pulled, for the order check
-	pulled  int64
+	// headKey and headValue hold the head's key and value when the delta
+	// gave them as views.
+	headKey, headValue []byte
+	lastKey            []byte // of the last mutation pulled, for the order check
+	pulled             int64
 
 	w       *RangeWriter // the open run
 	outputs []*outputBounds
@@ -497,13 +534,19 @@ type merger struct {
 	checkBuf []byte     // scratch: the staging key of a mutation's entry
 	encBuf   []byte     // scratch: the encoding of an entry's stored values
 	stored   format.Key // scratch: an entry's stored values
-	rowBuf   format.Key
-	// rowOf is the row of the batch being merged that rowBuf and keyBuf
-	// hold, or -1: a changed key's row is asked for up to three times
+	valBuf   []byte     // scratch: the value encoding of an entry read
+	rowBuf   format.Key // scratch: the values of an entry read
+	// rowOf is the row of the batch being merged that keyBuf holds the
+	// key of, or -1: a changed key's row is asked for up to three times
 	// (the group before ends at it, the seek for the next change starts
-	// at it, the next group begins with it) and decoded once.
-	rowOf    int
-	fileName string
+	// at it, the next group begins with it) and encoded once.
+	rowOf int
+	// allStored says that range files store every field of an entry, in
+	// entry order: an entry's stored encoding is then its value encoding
+	// (the delta's mutations' values), so a group matches a deleted entry
+	// with an existing one by their bytes, without decoding either.
+	allStored bool
+	fileName  string
 }
 
 func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.TrackingEntry, dir string, opts MergeOptions) (*merger, error) {
@@ -538,6 +581,7 @@ func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.Tracki
 			available[e.ID] = true
 		}
 	}
+	m.allStored = len(m.storedPos) == len(m.fields)
 	for i, f := range m.fields {
 		if f.Stored() {
 			continue
@@ -741,7 +785,9 @@ func (m *merger) advance() error {
 			m.res.Deleted += int64(-mu.count)
 		}
 		target := m.head.target
-		if len(m.prev) > 0 {
+		if mu.targeted {
+			target = mu.target
+		} else if len(m.prev) > 0 {
 			cluster, _, err := format.DecodeKey(mu.key, m.clusterTypes)
 			if err != nil {
 				return fmt.Errorf("merge: decode delta key %x: %w", mu.key, err)
@@ -753,8 +799,12 @@ func (m *merger) advance() error {
 			})
 			target = min(target, len(m.prev)-1)
 		}
-		m.head = mutation{key: append(m.head.key[:0], mu.key...), value: append(m.head.value[:0], mu.value...),
-			count: mu.count, target: target}
+		if mu.stable {
+			m.head = mutation{key: mu.key, value: mu.value, count: mu.count, target: target, stable: true}
+		} else {
+			m.headKey, m.headValue = append(m.headKey[:0], mu.key...), append(m.headValue[:0], mu.value...)
+			m.head = mutation{key: m.headKey, value: m.headValue, count: mu.count, target: target}
+		}
 		m.hasHead = true
 		return nil
 	}
@@ -1046,7 +1096,7 @@ func (m *merger) mergeBatch(idx int, ent arrow.RecordBatch) error {
 				return err
 			}
 			if bytes.Equal(key, m.group.key) {
-				if err := m.group.addOld(m, m.rowBuf); err != nil {
+				if err := m.group.addOld(m, ent, i); err != nil {
 					return err
 				}
 				i++
@@ -1079,7 +1129,7 @@ func (m *merger) mergeBatch(idx int, ent arrow.RecordBatch) error {
 		}
 		if bytes.Equal(key, m.head.key) {
 			m.startGroup(key)
-			if err := m.group.addOld(m, m.rowBuf); err != nil {
+			if err := m.group.addOld(m, ent, i); err != nil {
 				return err
 			}
 			i++
@@ -1142,25 +1192,24 @@ func (m *merger) rowKey(ent arrow.RecordBatch, i int) ([]byte, error) {
 		return m.keyBuf, nil
 	}
 	m.rowOf = -1
-	m.rowBuf = m.codec.Row(m.rowBuf, ent, i)
 	var err error
-	if m.keyBuf, err = m.codec.AppendKey(m.keyBuf[:0], m.rowBuf); err != nil {
+	if m.keyBuf, err = m.codec.AppendRowKey(m.keyBuf[:0], ent, i); err != nil {
 		return nil, err
 	}
 	m.rowOf = i
 	return m.keyBuf, nil
 }
 
-// decodeRow reads row i, which the merge goes through in order, into rowBuf
-// and returns its staging key; a key below the one decoded before means the
-// file is not in staging-key order.
+// decodeRow returns the staging key of row i, which the merge goes through
+// in order; a key below the one decoded before means the file is not in
+// staging-key order.
 func (m *merger) decodeRow(ent arrow.RecordBatch, i int) ([]byte, error) {
 	key, err := m.rowKey(ent, i)
 	if err != nil {
 		return nil, err
 	}
 	if len(m.oldKey) > 0 && bytes.Compare(key, m.oldKey) < 0 {
-		return nil, fmt.Errorf("merge range file %s: entry %s: %w", m.fileName, m.describe(m.rowBuf), ErrUnsortedRangeFile)
+		return nil, fmt.Errorf("merge range file %s: entry %s: %w", m.fileName, m.describe(m.codec.Row(nil, ent, i)), ErrUnsortedRangeFile)
 	}
 	m.oldKey = append(m.oldKey[:0], key...)
 	return key, nil
@@ -1175,10 +1224,13 @@ type group struct {
 }
 
 type groupItem struct {
-	stored []byte     // encoding of the stored values
-	entry  format.Key // the values written: an inserted entry's when there is one
-	old    int        // existing copies
-	count  int        // copies after the delta
+	stored []byte // encoding of the stored values
+	// entry holds the values written: an inserted entry's when there is
+	// one; nil for an existing entry when every field is stored (stored
+	// decodes to it).
+	entry format.Key
+	old   int // existing copies
+	count int // copies after the delta
 }
 
 func (m *merger) startGroup(key []byte) {
@@ -1188,32 +1240,66 @@ func (m *merger) startGroup(key []byte) {
 }
 
 func (g *group) item(stored []byte) *groupItem {
-	for i := range g.items {
-		if bytes.Equal(g.items[i].stored, stored) {
-			return &g.items[i]
-		}
+	if it := g.find(stored); it != nil {
+		return it
 	}
 	g.items = append(g.items, groupItem{stored: append([]byte(nil), stored...)})
 	return &g.items[len(g.items)-1]
 }
 
-// addOld adds an existing entry; its values may point into an Arrow batch,
-// so the group keeps a copy.
-func (g *group) addOld(m *merger, entry format.Key) error {
-	enc, err := m.storedEncoding(entry)
-	if err != nil {
-		return err
+// find returns the item with the given stored encoding, or nil.
+func (g *group) find(stored []byte) *groupItem {
+	for i := range g.items {
+		if bytes.Equal(g.items[i].stored, stored) {
+			return &g.items[i]
+		}
 	}
-	it := g.item(enc)
-	if it.entry == nil {
-		it.entry = make(format.Key, len(entry))
-		for i, v := range entry {
-			it.entry[i] = ownValue(v)
+	return nil
+}
+
+// addOld adds row i of an entry batch, an existing entry. Its values may
+// point into the batch, which is released before the group may end: the
+// group keeps the encoding of the stored values, and a copy of the values
+// when they are not all stored.
+func (g *group) addOld(m *merger, ent arrow.RecordBatch, i int) error {
+	var it *groupItem
+	if m.allStored {
+		var err error
+		if m.valBuf, err = m.codec.AppendRowValue(m.valBuf[:0], ent, i); err != nil {
+			return fmt.Errorf("merge range file %s: %w", m.fileName, err)
+		}
+		it = g.item(m.valBuf)
+	} else {
+		entry := m.codec.Row(m.rowBuf, ent, i)
+		m.rowBuf = entry
+		enc, err := m.storedEncoding(entry)
+		if err != nil {
+			return err
+		}
+		if it = g.item(enc); it.entry == nil {
+			it.entry = make(format.Key, len(entry))
+			for i, v := range entry {
+				it.entry[i] = ownValue(v)
+			}
 		}
 	}
 	it.old++
 	it.count++
 	return nil
+}
+
+// values returns the values of an item's entry, decoding those of an
+// existing entry whose fields are all stored.
+func (m *merger) values(it *groupItem) (format.Key, error) {
+	if it.entry != nil {
+		return it.entry, nil
+	}
+	entry, err := m.codec.DecodeValue(it.stored)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	it.entry = entry
+	return entry, nil
 }
 
 // ownValue copies a string that may point into an Arrow buffer, which the
@@ -1231,6 +1317,16 @@ func (m *merger) resolveGroup(oldFile int) error {
 	g := &m.group
 	g.active = false
 	for m.hasHead && bytes.Equal(m.head.key, g.key) {
+		if m.allStored && m.head.count < 0 {
+			// A delete of an existing entry: the same bytes.
+			if it := g.find(m.head.value); it != nil {
+				it.count += m.head.count
+				if err := m.advance(); err != nil {
+					return err
+				}
+				continue
+			}
+		}
 		entry, err := m.codec.DecodeValue(m.head.value)
 		if err != nil {
 			return fmt.Errorf("merge: %w", err)
@@ -1254,17 +1350,25 @@ func (m *merger) resolveGroup(oldFile int) error {
 			return err
 		}
 	}
-	for _, it := range g.items {
+	for i := range g.items {
+		it := &g.items[i]
+		if it.count == 0 {
+			continue
+		}
+		entry, err := m.values(it)
+		if err != nil {
+			return err
+		}
 		if it.count < 0 {
 			return fmt.Errorf("merge: the delta deletes %d copies of entry %s, the index holds %d: %w",
-				it.old-it.count, m.describe(it.entry), it.old, ErrDeltaMismatch)
+				it.old-it.count, m.describe(entry), it.old, ErrDeltaMismatch)
 		}
 		from := -1
 		if it.old > 0 {
 			from = oldFile
 		}
 		for range it.count {
-			if err := m.emit(it.entry, from); err != nil {
+			if err := m.emit(entry, from); err != nil {
 				return err
 			}
 		}

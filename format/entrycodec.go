@@ -133,6 +133,30 @@ func (c *EntryCodec) AppendRow(key, val []byte, rec arrow.RecordBatch, i int, fi
 	return key, val, nil
 }
 
+// AppendRowKey appends the staging key of row i of an entry batch: what
+// AppendKey appends for Row(rec, i).
+func (c *EntryCodec) AppendRowKey(key []byte, rec arrow.RecordBatch, i int) ([]byte, error) {
+	var err error
+	for k, p := range c.keyPos {
+		if key, err = appendColumnKey(key, c.keyTypes[k], rec.Column(p), i); err != nil {
+			return nil, fmt.Errorf("encode entry key: %w", err)
+		}
+	}
+	return key, nil
+}
+
+// AppendRowValue appends the value encoding of row i of an entry batch:
+// what AppendValue appends for Row(rec, i).
+func (c *EntryCodec) AppendRowValue(val []byte, rec arrow.RecordBatch, i int) ([]byte, error) {
+	var err error
+	for f, t := range c.types {
+		if val, err = appendColumnKey(val, t, rec.Column(f), i); err != nil {
+			return nil, fmt.Errorf("encode entry: %w", err)
+		}
+	}
+	return val, nil
+}
+
 // appendColumnKey appends the key encoding of row i of col, a value of type
 // t: longs, ints and strings straight from their arrays, other types
 // through their Go values (AppendValueKey of ValueAtAs).

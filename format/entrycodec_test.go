@@ -63,6 +63,14 @@ func TestEntryCodecTypedPathsMatchValues(t *testing.T) {
 		if !bytes.Equal(k2[1:], k1) || !bytes.Equal(v2[1:], v1) {
 			t.Fatalf("row %d: AppendRow gives key %x value %x, the values give %x and %x", i, k2[1:], v2[1:], k1, v1)
 		}
+		k3, err := c.AppendRowKey([]byte{9}, rec, i)
+		if err != nil || !bytes.Equal(k3[1:], k1) {
+			t.Fatalf("row %d: AppendRowKey gives %x (%v), the values %x", i, k3, err, k1)
+		}
+		v3, err := c.AppendRowValue([]byte{9}, rec, i)
+		if err != nil || !bytes.Equal(v3[1:], v1) {
+			t.Fatalf("row %d: AppendRowValue gives %x (%v), the values %x", i, v3, err, v1)
+		}
 		row[strField] = "\x00\x00\x00\x07"
 		k1, _ = c.AppendKey(nil, row)
 		v1, _ = c.AppendValue(nil, row)
