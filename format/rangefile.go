@@ -368,6 +368,12 @@ func (w *RangeFileWriter) checkOrder(cluster []columnView, n int) error {
 			return w.outOfOrder(w.lastKey, first)
 		}
 	}
+	if len(cluster) == 1 && cluster[0].descent != nil && cluster[0].arr.NullN() == 0 {
+		if i := cluster[0].descent(); i > 0 {
+			return w.outOfOrder(keyAt(cluster, i-1), keyAt(cluster, i))
+		}
+		return nil
+	}
 	for i := 1; i < n; i++ {
 		if compareKeyRows(cluster, i-1, i) > 0 {
 			return w.outOfOrder(keyAt(cluster, i-1), keyAt(cluster, i))
