@@ -373,15 +373,7 @@ func (m *merger) split(buffered []mutation) ([]*merger, error) {
 			targets[i] = target
 			continue
 		}
-		cluster, _, err := format.DecodeKey(mu.key, m.clusterTypes)
-		if err != nil {
-			return nil, fmt.Errorf("merge: decode delta key %x: %w", mu.key, err)
-		}
-		from := target
-		target = from + sort.Search(len(m.groupMax)-from, func(i int) bool {
-			return format.CompareKeys(m.clusterTypes, cluster, m.groupMax[from+i]) <= 0
-		})
-		target = min(target, len(m.prev)-1)
+		target = m.targetOf(target, mu.key)
 		targets[i] = target
 		if weight[target] == 0 {
 			touched++
@@ -437,6 +429,26 @@ func (m *merger) part(from, to int, muts []mutation) *merger {
 	return p
 }
 
+// targetOf returns the file of prev, from index from on, that a delta
+// key's entry falls into: the first whose group_max_value is at or above
+// the key's cluster fields, else the last. The key begins with the
+// encoding of its cluster fields, and each encoded field delimits itself,
+// so the key's first bytes, as many as a group_max_value's encoding has,
+// compare with it as the cluster fields do: where two encodings differ,
+// neither has ended yet, and a key whose cluster fields are the maximum
+// begins with its encoding (format.AppendKey).
+func (m *merger) targetOf(from int, key []byte) int {
+	le := func(i int) bool {
+		g := m.groupMax[i]
+		return bytes.Compare(key[:min(len(key), len(g))], g) <= 0
+	}
+	if from < len(m.groupMax) && le(from) {
+		return from
+	}
+	t := from + sort.Search(len(m.groupMax)-from, func(i int) bool { return le(from + i) })
+	return min(t, len(m.prev)-1)
+}
+
 // mutation is one record of a delta; key and value are copies owned by the
 // merger once it is the head.
 type mutation struct {
@@ -489,7 +501,9 @@ type merger struct {
 	codec *format.EntryCodec
 	prev  []format.TrackingEntry
 
-	groupMax     []format.Key // of prev, by index
+	// groupMax holds the key encoding of each file of prev's
+	// group_max_value (its cluster fields).
+	groupMax     [][]byte
 	clusterTypes []iceberg.Type
 	fields       []format.IndexField
 	entrySchema  *arrow.Schema // ArrowSchema(EntrySchema)
@@ -561,7 +575,11 @@ func newMerger(ctx context.Context, is *format.IndexSchema, prev []format.Tracki
 		if !ok {
 			return nil, fmt.Errorf("merge: tracking entry %d (%s) has no group_max_value for every cluster field", i, e.FilePath)
 		}
-		m.groupMax = append(m.groupMax, k)
+		enc, err := format.AppendKey(nil, m.clusterTypes, k)
+		if err != nil {
+			return nil, fmt.Errorf("merge: tracking entry %d (%s): group_max_value: %w", i, e.FilePath, err)
+		}
+		m.groupMax = append(m.groupMax, enc)
 	}
 	available := map[int]bool{} // source fields and metadata columns stored in range files
 	for i, f := range m.fields {
@@ -788,16 +806,7 @@ func (m *merger) advance() error {
 		if mu.targeted {
 			target = mu.target
 		} else if len(m.prev) > 0 {
-			cluster, _, err := format.DecodeKey(mu.key, m.clusterTypes)
-			if err != nil {
-				return fmt.Errorf("merge: decode delta key %x: %w", mu.key, err)
-			}
-			// Keys come sorted, so the target only moves forward.
-			from := m.head.target
-			target = from + sort.Search(len(m.groupMax)-from, func(i int) bool {
-				return format.CompareKeys(m.clusterTypes, cluster, m.groupMax[from+i]) <= 0
-			})
-			target = min(target, len(m.prev)-1)
+			target = m.targetOf(m.head.target, mu.key) // keys come sorted: the target only moves forward
 		}
 		if mu.stable {
 			m.head = mutation{key: mu.key, value: mu.value, count: mu.count, target: target, stable: true}

@@ -241,3 +241,52 @@ func TestMergeOfStringAndBinaryColumnsMatchesFullBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestTargetOfMatchesTheClusterOrder: the file a delta key falls into,
+// found on the key's bytes, is the one its decoded cluster fields give,
+// for keys of two cluster fields (strings with NUL bytes, prefixes of one
+// another, nulls) followed by more key fields.
+func TestTargetOfMatchesTheClusterOrder(t *testing.T) {
+	types := []iceberg.Type{iceberg.PrimitiveTypes.String, iceberg.PrimitiveTypes.Int64}
+	r := rand.New(rand.NewPCG(5, 8))
+	strs := []any{nil, "", "a", "a\x00", "a\x00b", "ab", "b", "\x00", "\x00\x00"}
+	randKey := func() format.Key {
+		var l any
+		if r.IntN(5) > 0 {
+			l = int64(r.IntN(7) - 3)
+		}
+		return format.Key{strs[r.IntN(len(strs))], l}
+	}
+	for trial := range 300 {
+		var maxes []format.Key
+		for range 1 + r.IntN(6) {
+			maxes = append(maxes, randKey())
+		}
+		slices.SortFunc(maxes, func(a, b format.Key) int { return format.CompareKeys(types, a, b) })
+		m := &merger{prev: make([]format.TrackingEntry, len(maxes))}
+		for _, k := range maxes {
+			enc, err := format.AppendKey(nil, types, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m.groupMax = append(m.groupMax, enc)
+		}
+		for range 20 {
+			cluster := randKey()
+			key, err := format.AppendKey(nil, types, cluster)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The entry's identity follows its cluster fields.
+			key, _ = format.AppendKey(key, []iceberg.Type{iceberg.PrimitiveTypes.String}, format.Key{strs[r.IntN(len(strs))]})
+			from := r.IntN(len(maxes))
+			want := from
+			for want < len(maxes)-1 && format.CompareKeys(types, cluster, maxes[want]) > 0 {
+				want++
+			}
+			if got := m.targetOf(from, key); got != want {
+				t.Fatalf("trial %d: key %v from file %d of maxes %v: file %d, want %d", trial, cluster, from, maxes, got, want)
+			}
+		}
+	}
+}
