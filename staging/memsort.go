@@ -3,6 +3,7 @@ package staging
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"slices"
 )
 
@@ -17,7 +18,8 @@ import (
 // digit radix sort that skips the byte positions every record shares (the
 // key's tag, the high bytes of its integers, a path's scheme): a key of one
 // integer field, 9 bytes encoded, then takes two or three passes. Records
-// whose 16 bytes are equal are then put in order by all their bytes.
+// whose 16 bytes are equal are then put in order by all their bytes. It
+// takes 48 bytes a record for the time of the sort.
 func sortRecords(recs []memRecord, buf []byte) []memRecord {
 	n := len(recs)
 	if n < 2 {
@@ -57,22 +59,35 @@ func sortRecords(recs []memRecord, buf []byte) []memRecord {
 		}
 		keys, tmp = tmp, keys
 	}
-	out := make([]memRecord, 0, n)
+	// Put the records in the keys' order in place, a cycle of the
+	// permutation at a time (recs[j] takes the record keys[j] names).
+	const placed = math.MaxUint32
+	for j := range keys {
+		if keys[j].i == placed {
+			continue
+		}
+		first, k := recs[j], j
+		for {
+			src := int(keys[k].i)
+			keys[k].i = placed
+			if src == j {
+				recs[k] = first
+				break
+			}
+			recs[k], k = recs[src], src
+		}
+	}
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		for hi < n && keys[hi].hi == keys[lo].hi && keys[hi].lo == keys[lo].lo {
 			hi++
 		}
-		run := len(out)
-		for _, k := range keys[lo:hi] {
-			out = append(out, recs[k.i])
-		}
 		if hi-lo > 1 {
-			slices.SortFunc(out[run:], func(a, b memRecord) int { return bytes.Compare(a.bytes(buf), b.bytes(buf)) })
+			slices.SortFunc(recs[lo:hi], func(a, b memRecord) int { return bytes.Compare(a.bytes(buf), b.bytes(buf)) })
 		}
 		lo = hi
 	}
-	return out
+	return recs
 }
 
 // sortKey is a record's first 16 bytes and its place in the records.
