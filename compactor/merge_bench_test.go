@@ -130,6 +130,7 @@ func cpuTime(b *testing.B) time.Duration {
 func (x *benchIndex) run(b *testing.B, recs []deltaRecord) {
 	var res *MergeResult
 	var cpu time.Duration
+	x.opts.DeltaRecords = int64(len(recs)) // as the updater tells it
 	for b.Loop() {
 		began := cpuTime(b)
 		var err error

@@ -347,7 +347,7 @@ func (u *Updater) incremental(ctx context.Context, tbl *table.Table, md *format.
 	}
 	res, err := compactor.Merge(ctx, is, prev, delta, objstore.Join(md.Location, "data"), compactor.MergeOptions{
 		RangeWriterOptions: u.opts.Range, MinFileSize: u.opts.MinFileSize, Parallelism: u.opts.MergeParallelism, Logger: u.log,
-		Yield: u.job.Yield,
+		Yield: u.job.Yield, DeltaRecords: pub.StagedMutations,
 	})
 	if err != nil {
 		return fmt.Errorf("merge delta of source snapshot %d: %w", next.SnapshotID, err)
