@@ -145,6 +145,19 @@ func (c *EntryCodec) AppendRowKey(key []byte, rec arrow.RecordBatch, i int) ([]b
 	return key, nil
 }
 
+// AppendColumnsKey appends the key encoding (AppendKey) of row i of the
+// first len(types) columns of rec, of the Arrow types ArrowType gives for
+// types, without a Go value per field where the type allows.
+func AppendColumnsKey(dst []byte, types []iceberg.Type, rec arrow.RecordBatch, i int) ([]byte, error) {
+	var err error
+	for c, t := range types {
+		if dst, err = appendColumnKey(dst, t, rec.Column(c), i); err != nil {
+			return nil, fmt.Errorf("encode key field %d (%s): %w", c, t, err)
+		}
+	}
+	return dst, nil
+}
+
 // AppendRowValue appends the value encoding of row i of an entry batch:
 // what AppendValue appends for Row(rec, i).
 func (c *EntryCodec) AppendRowValue(val []byte, rec arrow.RecordBatch, i int) ([]byte, error) {

@@ -10,10 +10,11 @@ import (
 	"github.com/apache/iceberg-go"
 )
 
-// TestEntryCodecTypedPathsMatchValues: AppendRow encodes every row of an
-// entry batch of every type (edge values and nulls included) exactly as
-// AppendKey and AppendValue encode its Go values, with and without a field
-// fixed to given bytes; DecodeValueInto builds the same arrays as
+// TestEntryCodecTypedPathsMatchValues: AppendRow (and AppendRowKey,
+// AppendRowValue, AppendColumnsKey) encodes every row of an entry batch of
+// every type (edge values and nulls included) exactly as AppendKey and
+// AppendValue encode its Go values, with and without a field fixed to given
+// bytes; DecodeValueInto builds the same arrays as
 // DecodeValue and AppendValue, hands a field without builder to raw, and
 // refuses what DecodeValue refuses.
 func TestEntryCodecTypedPathsMatchValues(t *testing.T) {
@@ -70,6 +71,17 @@ func TestEntryCodecTypedPathsMatchValues(t *testing.T) {
 		v3, err := c.AppendRowValue([]byte{9}, rec, i)
 		if err != nil || !bytes.Equal(v3[1:], v1) {
 			t.Fatalf("row %d: AppendRowValue gives %x (%v), the values %x", i, v3, err, v1)
+		}
+		// Every leading run of columns, as an equality join encodes them.
+		for n := 1; n <= len(c.Types()); n++ {
+			want, err := AppendKey(nil, c.Types()[:n], row[:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := AppendColumnsKey([]byte{9}, c.Types()[:n], rec, i)
+			if err != nil || !bytes.Equal(got[1:], want) {
+				t.Fatalf("row %d, %d columns: AppendColumnsKey gives %x (%v), the values %x", i, n, got, err, want)
+			}
 		}
 		row[strField] = "\x00\x00\x00\x07"
 		k1, _ = c.AppendKey(nil, row)

@@ -267,7 +267,6 @@ func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry,
 		ids = append(ids, cf.ID)
 	}
 	firsts, nulls, ok := leadingValues(types[0], keys)
-	key := make(format.Key, len(types))
 	var enc []byte
 	k := 0
 	for g := range rf.NumRowGroups() {
@@ -284,10 +283,7 @@ func (r *SnapshotReader) joinFile(ctx context.Context, te *format.TrackingEntry,
 		var off int64
 		collect := func(rec arrow.RecordBatch) error {
 			for row := 0; row < int(rec.NumRows()) && k < len(keys); row++ {
-				for i, t := range types {
-					key[i] = format.ValueAtAs(t, rec.Column(i), row)
-				}
-				if enc, err = format.AppendKey(enc[:0], types, key); err != nil {
+				if enc, err = format.AppendColumnsKey(enc[:0], types, rec, row); err != nil {
 					return err
 				}
 				for k < len(keys) && bytes.Compare(keys[k], enc) < 0 {
@@ -355,8 +351,10 @@ func (r *SnapshotReader) readEntries(ctx context.Context, rf *format.RangeFileRe
 		ids[i] = f.ID
 	}
 	return rf.ReadRows(ctx, ids, g, rows, func(rec arrow.RecordBatch) error {
+		n := len(fields)
+		values := make([]any, int(rec.NumRows())*n) // the batch's entries in one allocation
 		for row := range int(rec.NumRows()) {
-			e := make(format.Key, len(fields))
+			e := format.Key(values[row*n : (row+1)*n : (row+1)*n])
 			for i, f := range fields {
 				e[i] = format.ValueAtAs(f.Type, rec.Column(i), row)
 			}
