@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"io"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -26,11 +28,13 @@ type mergeFixture struct {
 	is    *format.IndexSchema
 	codec *format.EntryCodec
 	dir   string // file:// URI
+	path  string // dir as a local path
 	opts  MergeOptions
 }
 
 func newMergeFixture(t *testing.T, is *format.IndexSchema) *mergeFixture {
-	return &mergeFixture{t: t, is: is, codec: format.NewEntryCodec(is), dir: "file://" + filepath.ToSlash(t.TempDir()),
+	dir := t.TempDir()
+	return &mergeFixture{t: t, is: is, codec: format.NewEntryCodec(is), dir: (&url.URL{Scheme: "file", Path: filepath.ToSlash(dir)}).String(), path: dir,
 		opts: MergeOptions{RangeWriterOptions: RangeWriterOptions{TargetFileSize: 512, RowGroupRows: 16, BatchRows: 16}, MinFileSize: 1, ReadBatchRows: 5}}
 }
 
@@ -230,7 +234,7 @@ func (x *mergeFixture) readFile(te format.TrackingEntry) []format.Key {
 // parquetFiles counts the range files in the fixture's directory.
 func (x *mergeFixture) parquetFiles() int {
 	x.t.Helper()
-	m, err := filepath.Glob(filepath.Join(strings.TrimPrefix(x.dir, "file://"), "*.parquet"))
+	m, err := filepath.Glob(filepath.Join(x.path, "*.parquet"))
 	if err != nil {
 		x.t.Fatal(err)
 	}
@@ -252,11 +256,11 @@ func evenRows(n int) []format.Key {
 func applyModel(rows []format.Key, muts []mut) []format.Key {
 	count := map[string]int{} // copies to delete
 	for _, m := range muts {
-		count[fmt.Sprint(m.entry)] += max(-m.count, 0)
+		count[entryID(m.entry)] += max(-m.count, 0)
 	}
 	var out []format.Key
 	for _, r := range rows {
-		if k := fmt.Sprint(r); count[k] > 0 {
+		if k := entryID(r); count[k] > 0 {
 			count[k]--
 			continue
 		}
@@ -268,6 +272,23 @@ func applyModel(rows []format.Key, muts []mut) []format.Key {
 		}
 	}
 	return out
+}
+
+// entryID renders an entry for comparing by value: floats by their bits,
+// which tell -NaN from NaN and -0.0 from 0.0 as an index does.
+func entryID(e format.Key) string {
+	parts := make([]string, len(e))
+	for i, v := range e {
+		switch f := v.(type) {
+		case float64:
+			parts[i] = fmt.Sprintf("f64:%x", math.Float64bits(f))
+		case float32:
+			parts[i] = fmt.Sprintf("f32:%x", math.Float32bits(f))
+		default:
+			parts[i] = fmt.Sprintf("%T:%v", v, v)
+		}
+	}
+	return strings.Join(parts, "|")
 }
 
 // touched returns the indexes of prev whose file is not in entries.
