@@ -71,7 +71,9 @@ type Options struct {
 	// SpillDir holds a full build's spilled sort. Default: the OS temp dir.
 	SpillDir string
 	// Expire tunes the expiry that runs after every ExpireEvery commits.
-	// Default: flush's expiry defaults, with Range's IO properties.
+	// Default: flush's expiry defaults, with Range's store, and References
+	// of the updater's own (pass one to share it among a process's
+	// updaters).
 	Expire flush.ExpireOptions
 	// ExpireEvery is how many commits pass between expiries. Default: 10.
 	ExpireEvery int
@@ -139,6 +141,11 @@ func New(cat catalog.Catalog, indexes indexcatalog.Catalog, store *staging.Store
 	}
 	if opts.Expire.Store == nil {
 		opts.Expire.Store = opts.Range.Store
+	}
+	if opts.Expire.References == nil {
+		// An updater expires again and again: each tracking file is read
+		// once, not at every expiry while it is retained.
+		opts.Expire.References = flush.NewReferences()
 	}
 	return &Updater{cat: cat, indexes: indexes, store: store, table: tbl, index: index, opts: opts,
 		log: opts.Logger.With("table", strings.Join(tbl, "."), "index", index)}

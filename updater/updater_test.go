@@ -210,6 +210,13 @@ func TestFiftyCommits(t *testing.T) {
 			if len(md.Snapshots) < 40 { // 50 published; expiry keeps the newest ones
 				t.Errorf("only %d index snapshots", len(md.Snapshots))
 			}
+			// The expiries after every tenth commit remembered what each
+			// retained tracking file lists rather than reading them all again.
+			for _, u := range updaters {
+				if n := u.opts.Expire.References.Len(); n < 10 {
+					t.Errorf("%s's expiries remember %d tracking files, want those of its retained snapshots", u.index, n)
+				}
+			}
 		})
 	}
 }
