@@ -3,7 +3,9 @@ package format
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"path"
+	"path/filepath"
 	"strings"
 )
 
@@ -74,7 +76,15 @@ func LocationURI(loc string) (string, error) {
 	case HasScheme(loc):
 		return loc, nil
 	case path.IsAbs(loc):
-		return "file://" + path.Clean(loc), nil
+		return FileURI(loc), nil
 	}
 	return "", fmt.Errorf("location %q is neither a URI nor an absolute path", loc)
+}
+
+// FileURI returns the file:// URI of a local absolute path with the
+// characters a URI reserves ("#", "?", "%", spaces) percent-encoded, so
+// that parsing the URI gives the path back: a directory named "a#b" is not
+// the directory "a" with a fragment.
+func FileURI(localPath string) string {
+	return (&url.URL{Scheme: "file", Path: path.Clean(filepath.ToSlash(localPath))}).String()
 }

@@ -2,6 +2,8 @@ package format
 
 import (
 	"errors"
+	"net/url"
+	"path"
 	"testing"
 )
 
@@ -39,5 +41,24 @@ func TestResolvePath(t *testing.T) {
 	}
 	if _, err := LocationURI("warehouse/x"); err == nil {
 		t.Errorf("LocationURI of a relative path: no error")
+	}
+}
+
+// TestLocationURIOfLocalPaths: a local absolute path becomes a file:// URI
+// that parses back to it, whatever URI-reserved characters its names hold;
+// a URI stays as it is.
+func TestLocationURIOfLocalPaths(t *testing.T) {
+	for _, p := range []string{"/tmp/x", "/tmp/a#b/c", "/tmp/100%/d?e", "/tmp/with space/f", "/tmp/a/../g/"} {
+		got, err := LocationURI(p)
+		if err != nil {
+			t.Fatalf("%q: %v", p, err)
+		}
+		u, err := url.Parse(got)
+		if err != nil || u.Scheme != "file" || u.Host != "" || u.Fragment != "" || u.RawQuery != "" || u.Path != path.Clean(p) {
+			t.Errorf("%q -> %q parses as %+v (%v), want the path %q", p, got, u, err, path.Clean(p))
+		}
+	}
+	if got, _ := LocationURI("s3://bucket/a%20b"); got != "s3://bucket/a%20b" {
+		t.Errorf("a URI changed: %q", got)
 	}
 }

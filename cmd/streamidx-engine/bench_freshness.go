@@ -217,8 +217,8 @@ func (b *bench) pristineDir() string { return filepath.Join(b.dir, "pristine") }
 // configuration otherwise.
 func (b *bench) openEnv(ctx context.Context) (*env, error) {
 	g := *b.g
-	g.catalogURI = "sqlite://" + filepath.Join(b.dataDir(), "catalog.db")
-	g.warehouse = "file://" + filepath.Join(b.dataDir(), "warehouse")
+	g.catalogURI = config.SQLiteURI(filepath.Join(b.dataDir(), "catalog.db"))
+	g.warehouse = config.FileURI(filepath.Join(b.dataDir(), "warehouse"))
 	e, err := openEnv(ctx, &g)
 	if err != nil {
 		return nil, err

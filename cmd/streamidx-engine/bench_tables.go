@@ -51,8 +51,8 @@ func (b *bench) tablePristine(name string) string {
 func (b *bench) openEnvAt(ctx context.Context, dir string, serving bool) (*env, error) {
 	g := *b.g
 	g.serving = serving
-	g.catalogURI = "sqlite://" + filepath.Join(dir, "catalog.db")
-	g.warehouse = "file://" + filepath.Join(dir, "warehouse")
+	g.catalogURI = config.SQLiteURI(filepath.Join(dir, "catalog.db"))
+	g.warehouse = config.FileURI(filepath.Join(dir, "warehouse"))
 	e, err := openEnv(ctx, &g)
 	if err != nil {
 		return nil, err

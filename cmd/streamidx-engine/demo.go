@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/streamidx/streamidx/internal/config"
 )
 
 func init() {
@@ -107,7 +109,7 @@ func demoStep(ctx context.Context, g *globals, stdout io.Writer, base []string, 
 // demoBase are the flags that point a command at the demo's catalog and
 // warehouse in dir.
 func demoBase(g *globals, dir string) []string {
-	base := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", "file://" + filepath.Join(dir, "warehouse")}
+	base := []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", config.FileURI(filepath.Join(dir, "warehouse"))}
 	if g.configPath != "" {
 		base = append(base, "--config", g.configPath)
 	}

@@ -3,16 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamidx/streamidx/internal/config"
 )
 
 // TestWrittenPathsAreURIs: with a warehouse given as a plain path, the
-// table's location has no scheme; the index location and every path
-// streamidx writes under it are still full URIs, since the table spec
-// reads a path without a scheme as relative.
+// index location and every path streamidx writes under it are full URIs,
+// since the table spec reads a path without a scheme as relative.
 func TestWrittenPathsAreURIs(t *testing.T) {
 	dir := t.TempDir()
 	base := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn"}
@@ -52,5 +54,76 @@ func TestWrittenPathsAreURIs(t *testing.T) {
 		if !strings.HasPrefix(p, "file:///") {
 			t.Errorf("%q is not a file:// URI", p)
 		}
+	}
+}
+
+// TestDirectoriesWithReservedCharacters: a data directory whose name holds
+// the characters a URI reserves ("#", "?", "%", a space) works the same
+// whether the catalog and warehouse are given as URIs, the warehouse as a
+// plain path, or left to the default under the working directory: every
+// path streamidx writes parses back to a file inside that directory, a
+// lookup answers and verify passes, and nothing lands beside it (a "#" read
+// as a fragment once made "a" of "a#b").
+func TestDirectoriesWithReservedCharacters(t *testing.T) {
+	for _, form := range []string{"uris", "plain warehouse", "defaults"} {
+		t.Run(form, func(t *testing.T) {
+			parent := t.TempDir()
+			dir := filepath.Join(parent, "data #1 100%?x")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			var base []string
+			switch form {
+			case "uris":
+				base = []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", config.FileURI(filepath.Join(dir, "warehouse"))}
+			case "plain warehouse":
+				base = []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", filepath.Join(dir, "warehouse")}
+			case "defaults":
+				t.Chdir(dir)
+			}
+			base = append(base, "--log-level", "warn")
+			runCmd := func(args ...string) string {
+				t.Helper()
+				var out, errb bytes.Buffer
+				if code := run(append(append([]string{args[0]}, base...), args[1:]...), &out, &errb); code != 0 {
+					t.Fatalf("streamidx %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+				}
+				return out.String()
+			}
+			runCmd("gen-table", "--table", "demo.orders", "--rows", "100")
+			def := filepath.Join(dir, "pk.yaml")
+			if err := os.WriteFile(def, []byte("name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [order_id]\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			runCmd("create", "--table", "demo.orders", "--def", def)
+			runCmd("build", "--table", "demo.orders", "--index", "pk")
+			if out := runCmd("lookup", "--table", "demo.orders", "--index", "pk", "--where", "order_id = 42", "--json"); !strings.Contains(out, `"order_id":42`) {
+				t.Errorf("lookup of order 42 did not return it:\n%s", out)
+			}
+			runCmd("verify", "--table", "demo.orders", "--index", "pk")
+			var got inspectOutput
+			if err := json.Unmarshal([]byte(runCmd("inspect", "--table", "demo.orders", "--index", "pk", "--json")), &got); err != nil {
+				t.Fatal(err)
+			}
+			paths := []string{got.Location, got.MetadataLocation, got.Tracking.TrackingFile}
+			for _, rf := range got.Tracking.RangeFiles {
+				paths = append(paths, rf.FilePath)
+			}
+			for _, p := range paths {
+				u, err := url.Parse(p)
+				if err != nil || u.Scheme != "file" || u.Fragment != "" || u.RawQuery != "" {
+					t.Errorf("%q is not a file URI without fragment or query (%v)", p, err)
+					continue
+				}
+				if !strings.HasPrefix(u.Path, dir+string(filepath.Separator)) {
+					t.Errorf("%q names %q, outside %q", p, u.Path, dir)
+				} else if _, err := os.Stat(u.Path); err != nil && p != got.Location {
+					t.Errorf("%q: %v", p, err)
+				}
+			}
+			if entries, err := os.ReadDir(parent); err != nil || len(entries) != 1 {
+				t.Errorf("beside the data directory: %v (%v)", entries, err)
+			}
+		})
 	}
 }

@@ -272,7 +272,8 @@ type CatalogConfig struct {
 	// Name of the catalog inside a shared SQL catalog database, so tables
 	// written by other tools under that name are seen. Default: default.
 	Name string `yaml:"name"`
-	// Warehouse is the root location of new tables. Default:
+	// Warehouse is the root location of new tables; a local absolute path
+	// is taken as its file:// URI. Default:
 	// file:///<cwd>/streamidx-data/warehouse.
 	Warehouse string `yaml:"warehouse"`
 	// IndexCatalog is where index pointers live: "sql" (a table in the SQL
@@ -530,11 +531,17 @@ func (c *Config) EnsureDefaults() error {
 			return fmt.Errorf("resolve %s: %w", DefaultDataDir, err)
 		}
 		if c.Catalog.URI == "" {
-			c.Catalog.URI = "sqlite://" + filepath.ToSlash(filepath.Join(dir, "catalog.db"))
+			c.Catalog.URI = SQLiteURI(filepath.Join(dir, "catalog.db"))
 		}
 		if c.Catalog.Warehouse == "" {
-			c.Catalog.Warehouse = "file://" + filepath.ToSlash(filepath.Join(dir, "warehouse"))
+			c.Catalog.Warehouse = FileURI(filepath.Join(dir, "warehouse"))
 		}
+	}
+	if filepath.IsAbs(c.Catalog.Warehouse) {
+		// A local path: the table spec reads a location without a scheme
+		// as relative, and iceberg-go parses it as a URI ("#" starts a
+		// fragment), so new tables get the file:// URI of the directory.
+		c.Catalog.Warehouse = FileURI(filepath.Clean(c.Catalog.Warehouse))
 	}
 	if c.Catalog.Name == "" {
 		c.Catalog.Name = "default"
@@ -568,8 +575,8 @@ func (c *Config) defaultStageDir() (string, error) {
 		}
 	}
 	wh := c.Catalog.Warehouse
-	if rest, ok := strings.CutPrefix(wh, "file://"); ok {
-		wh = rest
+	if u, err := url.Parse(wh); err == nil && u.Scheme == "file" {
+		wh = u.Path
 	}
 	if filepath.IsAbs(wh) {
 		return filepath.Join(filepath.Dir(filepath.Clean(wh)), "staging"), nil
@@ -614,6 +621,19 @@ func (c *Config) IOProperties() map[string]string {
 	}
 	props["warehouse"] = c.Catalog.Warehouse
 	return props
+}
+
+// FileURI is the file:// URI of the local absolute path p, percent-encoded
+// (a directory named "a#b" is not "a" with a fragment); format.FileURI is
+// the same for index locations.
+func FileURI(p string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
+// SQLiteURI is the catalog URI of the SQLite database at the local absolute
+// path dbPath, percent-encoded as SQLitePath expects.
+func SQLiteURI(dbPath string) string {
+	return (&url.URL{Scheme: "sqlite", Path: filepath.ToSlash(dbPath)}).String()
 }
 
 // SQLitePath is the database file of a sqlite:///abs/path.db URI.
