@@ -272,8 +272,9 @@ type CatalogConfig struct {
 	// Name of the catalog inside a shared SQL catalog database, so tables
 	// written by other tools under that name are seen. Default: default.
 	Name string `yaml:"name"`
-	// Warehouse is the root location of new tables; a local absolute path
-	// is taken as its file:// URI. Default:
+	// Warehouse is the root location of new tables; a local path (absolute,
+	// or relative to the working directory) is taken as the file:// URI of
+	// the absolute directory. Default:
 	// file:///<cwd>/streamidx-data/warehouse.
 	Warehouse string `yaml:"warehouse"`
 	// IndexCatalog is where index pointers live: "sql" (a table in the SQL
@@ -537,11 +538,17 @@ func (c *Config) EnsureDefaults() error {
 			c.Catalog.Warehouse = FileURI(filepath.Join(dir, "warehouse"))
 		}
 	}
-	if filepath.IsAbs(c.Catalog.Warehouse) {
+	if wh := c.Catalog.Warehouse; wh != "" && !hasScheme(wh) {
 		// A local path: the table spec reads a location without a scheme
-		// as relative, and iceberg-go parses it as a URI ("#" starts a
-		// fragment), so new tables get the file:// URI of the directory.
-		c.Catalog.Warehouse = FileURI(filepath.Clean(c.Catalog.Warehouse))
+		// as relative, iceberg-go parses it as a URI ("#" starts a
+		// fragment), and a path relative to the working directory names
+		// another place for a process started elsewhere; new tables get the
+		// file:// URI of the absolute directory.
+		abs, err := filepath.Abs(wh)
+		if err != nil {
+			return fmt.Errorf("resolve warehouse %s: %w", wh, err)
+		}
+		c.Catalog.Warehouse = FileURI(abs)
 	}
 	if c.Catalog.Name == "" {
 		c.Catalog.Name = "default"
@@ -628,6 +635,21 @@ func (c *Config) IOProperties() map[string]string {
 // the same for index locations.
 func FileURI(p string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
+// hasScheme reports whether s starts with a URI scheme of two characters or
+// more (a single letter is a Windows drive).
+func hasScheme(s string) bool {
+	i := strings.IndexByte(s, ':')
+	if i < 2 {
+		return false
+	}
+	for j, r := range s[:i] {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || j > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
+			return false
+		}
+	}
+	return true
 }
 
 // SQLiteURI is the catalog URI of the SQLite database at the local absolute

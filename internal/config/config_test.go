@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,6 +108,8 @@ func TestStagingDirectoryDefaultsBesideTheData(t *testing.T) {
 		{"postgres://db/x", "/data/lake2/warehouse", "/data/lake2/staging"},
 		{"http://rest:8181", "s3://bucket/wh", filepath.Join(wd, "streamidx-data", "staging")},
 		{"", "", filepath.Join(wd, "streamidx-data", "staging")},
+		{"postgres://db/x", "file:///data/lake%20%231/warehouse", "/data/lake #1/staging"},
+		{"postgres://db/x", "rel/warehouse", filepath.Join(wd, "rel", "staging")},
 	} {
 		c := Default()
 		c.Catalog.URI, c.Catalog.Warehouse = tc.uri, tc.warehouse
@@ -115,6 +118,41 @@ func TestStagingDirectoryDefaultsBesideTheData(t *testing.T) {
 		}
 		if c.Run.StageDir != tc.want {
 			t.Errorf("catalog %q, warehouse %q: stage dir %s, want %s", tc.uri, tc.warehouse, c.Run.StageDir, tc.want)
+		}
+	}
+}
+
+// TestWarehousePathsBecomeFileURIs: a warehouse given as a local path,
+// absolute or relative to the working directory, becomes the file:// URI of
+// the absolute directory, percent-encoded so that parsing it gives the
+// directory back; a URI stays as it is.
+func TestWarehousePathsBecomeFileURIs(t *testing.T) {
+	t.Chdir(t.TempDir())
+	wd, _ := os.Getwd()
+	for in, wantPath := range map[string]string{
+		"/data/lake":          "/data/lake",
+		"/data/a#b/100%/c?d ": "/data/a#b/100%/c?d ",
+		"rel/wh":              filepath.Join(wd, "rel", "wh"),
+		"./wh/":               filepath.Join(wd, "wh"),
+	} {
+		c := Default()
+		c.Catalog.Warehouse = in
+		if err := c.EnsureDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		u, err := url.Parse(c.Catalog.Warehouse)
+		if err != nil || u.Scheme != "file" || u.Path != wantPath || u.Fragment != "" || u.RawQuery != "" {
+			t.Errorf("warehouse %q became %q (%+v, %v), want the file URI of %q", in, c.Catalog.Warehouse, u, err, wantPath)
+		}
+	}
+	for _, uri := range []string{"s3://bucket/wh", "file:///data/x%20y", "gs://b/p"} {
+		c := Default()
+		c.Catalog.Warehouse = uri
+		if err := c.EnsureDefaults(); err != nil {
+			t.Fatal(err)
+		}
+		if c.Catalog.Warehouse != uri {
+			t.Errorf("warehouse %q changed to %q", uri, c.Catalog.Warehouse)
 		}
 	}
 }
