@@ -456,84 +456,101 @@ type denseBuffers struct {
 	offsets []int32
 	data    []byte
 	valid   []byte
-	values  [][]byte // scratch: the values of a dictionary
+	values  [][]byte // scratch: the values of the parts' dictionaries, one after another
+	keys    []int32  // scratch: each dictionary row's index into values, -1 for null
 }
 
 // join decodes parts into an array of type typ. With mem nil the array's
 // buffers are b's own, valid until the next join; otherwise they are
-// allocated from mem.
+// allocated from mem. A plain part's values are copied as one block and its
+// offsets moved; a dictionary's indexes are read once, with one type switch
+// per part rather than one per row.
 func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.Allocator) (arrow.Array, error) {
 	switch typ.ID() {
 	case arrow.STRING, arrow.BINARY:
 	default:
 		return nil, fmt.Errorf("decode dictionary into %s: not a string or binary type", typ)
 	}
-	rows, mayBeNull := 0, false
+	// The dictionaries' rows and the size of the joined values first: a
+	// writer starts with empty buffers, and growing them by appending would
+	// copy the first batches' values several times.
+	b.values, b.keys = b.values[:0], b.keys[:0]
+	rows, size, nulls := 0, 0, 0
 	for _, p := range parts {
 		rows += p.Len()
 		d, isDict := p.(*array.Dictionary)
-		mayBeNull = mayBeNull || p.NullN() > 0 || isDict && d.Dictionary().NullN() > 0
-	}
-	// Sized first: a writer starts with empty buffers, and growing them
-	// by appending would copy the first batches' values several times.
-	size := 0
-	for _, p := range parts {
-		for i := range p.Len() {
-			if v, ok := binaryValueAt(p, i); ok {
-				size += len(v)
-			}
-		}
-	}
-	b.offsets = append(slices.Grow(b.offsets[:0], rows+1), 0)
-	b.data = slices.Grow(b.data[:0], size)
-	b.valid = b.valid[:0]
-	if mayBeNull {
-		b.valid = append(b.valid, make([]byte, bitutil.BytesForBits(int64(rows)))...)
-	}
-	row, nulls := 0, 0
-	add := func(v []byte, ok bool) {
-		if ok {
-			b.data = append(b.data, v...)
-			if mayBeNull {
-				bitutil.SetBit(b.valid, row)
-			}
-		} else {
-			nulls++
-		}
-		b.offsets = append(b.offsets, int32(len(b.data)))
-		row++
-	}
-	for _, p := range parts {
-		d, isDict := p.(*array.Dictionary)
 		if !isDict {
-			for i := range p.Len() {
-				add(binaryValueAt(p, i))
+			off, _, err := plainBinary(p)
+			if err != nil {
+				return nil, err
 			}
+			size += int(off[len(off)-1] - off[0])
+			nulls += p.NullN()
 			continue
 		}
-		// The dictionary's values once, then a lookup per row.
+		base := len(b.values)
 		dict := d.Dictionary()
-		b.values = b.values[:0]
 		for k := range dict.Len() {
 			v, _ := binaryValueAt(dict, k)
 			b.values = append(b.values, v)
 		}
-		for i := range d.Len() {
-			if d.IsNull(i) {
-				add(nil, false)
-				continue
-			}
-			k := d.GetValueIndex(i)
-			add(b.values[k], !dict.IsNull(k))
+		var err error
+		if b.keys, err = appendDictionaryKeys(b.keys, d, base); err != nil {
+			return nil, err
 		}
 	}
-	clear(b.values) // the dictionaries' buffers are the batches', not b's
-	if len(b.data) > math.MaxInt32 {
-		return nil, fmt.Errorf("decode dictionary into %s: %d bytes of values do not fit 32-bit offsets", typ, len(b.data))
+	for _, k := range b.keys {
+		if k < 0 {
+			nulls++
+			continue
+		}
+		size += len(b.values[k])
 	}
+	if size > math.MaxInt32 {
+		return nil, fmt.Errorf("decode dictionary into %s: %d bytes of values do not fit 32-bit offsets", typ, size)
+	}
+	b.offsets = append(slices.Grow(b.offsets[:0], rows+1), 0)
+	b.data = slices.Grow(b.data[:0], size)
+	b.valid = b.valid[:0]
+	if nulls > 0 {
+		b.valid = append(b.valid, make([]byte, bitutil.BytesForBits(int64(rows)))...)
+	}
+	row, key := 0, 0
+	for _, p := range parts {
+		n := p.Len()
+		if _, isDict := p.(*array.Dictionary); isDict {
+			for _, k := range b.keys[key : key+n] {
+				if k >= 0 {
+					b.data = append(b.data, b.values[k]...)
+					if nulls > 0 {
+						bitutil.SetBit(b.valid, row)
+					}
+				}
+				b.offsets = append(b.offsets, int32(len(b.data)))
+				row++
+			}
+			key += n
+			continue
+		}
+		off, data, _ := plainBinary(p)
+		shift := int32(len(b.data)) - off[0]
+		b.data = append(b.data, data[off[0]:off[n]]...)
+		for _, o := range off[1:] {
+			b.offsets = append(b.offsets, o+shift)
+		}
+		if nulls > 0 {
+			for i := range n {
+				if p.IsValid(i) {
+					bitutil.SetBit(b.valid, row+i)
+				}
+			}
+		}
+		row += n
+	}
+	clear(b.values) // the dictionaries' buffers are the batches', not b's
 	offsets := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b.offsets))), 4*len(b.offsets))
 	buffers := []*memory.Buffer{nil, memory.NewBufferBytes(offsets), memory.NewBufferBytes(b.data)}
-	if mayBeNull {
+	if nulls > 0 {
 		buffers[0] = memory.NewBufferBytes(b.valid)
 	}
 	if mem != nil {
@@ -550,6 +567,76 @@ func (b *denseBuffers) join(typ arrow.DataType, parts []arrow.Array, mem memory.
 	data := array.NewData(typ, rows, buffers, nil, nulls, 0)
 	defer data.Release()
 	return array.MakeFromData(data), nil
+}
+
+// plainBinary returns the offsets of a string or binary array's rows
+// (Len()+1 of them, into data, as the Arrow columnar format lays them out:
+// a slice of an array starts at its offset) and its values buffer.
+func plainBinary(a arrow.Array) ([]int32, []byte, error) {
+	switch a.DataType().ID() {
+	case arrow.STRING, arrow.BINARY:
+	default:
+		return nil, nil, fmt.Errorf("decode %s into a string or binary column: not a string or binary array", a.DataType())
+	}
+	d := a.Data()
+	bufs := d.Buffers()
+	var data []byte
+	if len(bufs) > 2 && bufs[2] != nil {
+		data = bufs[2].Bytes()
+	}
+	if a.Len() == 0 || len(bufs) < 2 || bufs[1] == nil {
+		return []int32{0}, data, nil
+	}
+	raw := bufs[1].Bytes()
+	all := unsafe.Slice((*int32)(unsafe.Pointer(unsafe.SliceData(raw))), len(raw)/4)
+	return all[d.Offset() : d.Offset()+a.Len()+1], data, nil
+}
+
+// appendDictionaryKeys appends, for each row of d, base plus the index of
+// its value in d's dictionary, or -1 where the row or its value is null.
+func appendDictionaryKeys(keys []int32, d *array.Dictionary, base int) ([]int32, error) {
+	idx := d.Indices()
+	var err error
+	switch a := idx.(type) {
+	case *array.Int8:
+		keys, err = appendKeysOf(keys, d, a.Int8Values(), base)
+	case *array.Int16:
+		keys, err = appendKeysOf(keys, d, a.Int16Values(), base)
+	case *array.Int32:
+		keys, err = appendKeysOf(keys, d, a.Int32Values(), base)
+	case *array.Int64:
+		keys, err = appendKeysOf(keys, d, a.Int64Values(), base)
+	case *array.Uint8:
+		keys, err = appendKeysOf(keys, d, a.Uint8Values(), base)
+	case *array.Uint16:
+		keys, err = appendKeysOf(keys, d, a.Uint16Values(), base)
+	case *array.Uint32:
+		keys, err = appendKeysOf(keys, d, a.Uint32Values(), base)
+	case *array.Uint64:
+		keys, err = appendKeysOf(keys, d, a.Uint64Values(), base)
+	default:
+		return nil, fmt.Errorf("decode dictionary: indexes of type %s", idx.DataType())
+	}
+	return keys, err
+}
+
+func appendKeysOf[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32 | uint64](keys []int32, d *array.Dictionary, raw []T, base int) ([]int32, error) {
+	dict, idx := d.Dictionary(), d.Indices()
+	n := uint64(dict.Len())
+	nullable := idx.NullN() > 0 || dict.NullN() > 0
+	for i, k := range raw {
+		switch {
+		case nullable && idx.IsNull(i):
+			keys = append(keys, -1)
+		case uint64(k) >= n: // a negative index too, as a large unsigned one
+			return nil, fmt.Errorf("decode dictionary: row %d has index %d, the dictionary holds %d values", i, k, n)
+		case nullable && dict.IsNull(int(k)):
+			keys = append(keys, -1)
+		default:
+			keys = append(keys, int32(base+int(k)))
+		}
+	}
+	return keys, nil
 }
 
 // spareDense keeps the decode buffers of range writers that closed for the
