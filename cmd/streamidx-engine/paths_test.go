@@ -17,15 +17,7 @@ import (
 // since the table spec reads a path without a scheme as relative.
 func TestWrittenPathsAreURIs(t *testing.T) {
 	dir := t.TempDir()
-	base := []string{"--catalog-uri", "sqlite://" + filepath.Join(dir, "catalog.db"), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn"}
-	runCmd := func(args ...string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		if code := run(append(append([]string{args[0]}, base...), args[1:]...), &out, &errb); code != 0 {
-			t.Fatalf("streamidx %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
-		}
-		return out.String()
-	}
+	runCmd := runWith(t, "--catalog-uri", "sqlite://"+filepath.Join(dir, "catalog.db"), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn")
 	runCmd("gen-table", "--table", "demo.orders", "--rows", "100")
 	def := filepath.Join(dir, "pk.yaml")
 	if err := os.WriteFile(def, []byte("name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [order_id]\n"), 0o644); err != nil {
@@ -81,15 +73,7 @@ func TestDirectoriesWithReservedCharacters(t *testing.T) {
 			case "defaults":
 				t.Chdir(dir)
 			}
-			base = append(base, "--log-level", "warn")
-			runCmd := func(args ...string) string {
-				t.Helper()
-				var out, errb bytes.Buffer
-				if code := run(append(append([]string{args[0]}, base...), args[1:]...), &out, &errb); code != 0 {
-					t.Fatalf("streamidx %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
-				}
-				return out.String()
-			}
+			runCmd := runWith(t, append(base, "--log-level", "warn")...)
 			runCmd("gen-table", "--table", "demo.orders", "--rows", "100")
 			def := filepath.Join(dir, "pk.yaml")
 			if err := os.WriteFile(def, []byte("name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [order_id]\n"), 0o644); err != nil {
@@ -125,5 +109,19 @@ func TestDirectoriesWithReservedCharacters(t *testing.T) {
 				t.Errorf("beside the data directory: %v (%v)", entries, err)
 			}
 		})
+	}
+}
+
+// runWith returns a function that runs a streamidx command with the global
+// flags base after its name and returns its stdout, failing the test on a
+// non-zero exit.
+func runWith(t *testing.T, base ...string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run(append(append([]string{args[0]}, base...), args[1:]...), &out, &errb); code != 0 {
+			t.Fatalf("streamidx %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
+		}
+		return out.String()
 	}
 }
