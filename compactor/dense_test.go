@@ -3,6 +3,7 @@ package compactor
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,23 +78,8 @@ func randomPart(t *testing.T, r *rand.Rand, typ arrow.DataType, n int) (arrow.Ar
 	var rowNull []bool
 	for i := range n + 2*pad {
 		k := r.IntN(len(dictVals))
-		switch b := ib.(type) {
-		case *array.Int8Builder:
-			b.Append(int8(k))
-		case *array.Int16Builder:
-			b.Append(int16(k))
-		case *array.Int32Builder:
-			b.Append(int32(k))
-		case *array.Int64Builder:
-			b.Append(int64(k))
-		case *array.Uint8Builder:
-			b.Append(uint8(k))
-		case *array.Uint16Builder:
-			b.Append(uint16(k))
-		case *array.Uint32Builder:
-			b.Append(uint32(k))
-		case *array.Uint64Builder:
-			b.Append(uint64(k))
+		if err := ib.AppendValueFromString(strconv.Itoa(k)); err != nil {
+			t.Fatal(err)
 		}
 		null := r.IntN(10) == 0 // a null row whose index is still a valid one
 		rowNull = append(rowNull, null)

@@ -18,13 +18,7 @@ import (
 func TestWrittenPathsAreURIs(t *testing.T) {
 	dir := t.TempDir()
 	runCmd := runWith(t, "--catalog-uri", "sqlite://"+filepath.Join(dir, "catalog.db"), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn")
-	runCmd("gen-table", "--table", "demo.orders", "--rows", "100")
-	def := filepath.Join(dir, "pk.yaml")
-	if err := os.WriteFile(def, []byte("name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [order_id]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	runCmd("create", "--table", "demo.orders", "--def", def)
-	runCmd("build", "--table", "demo.orders", "--index", "pk")
+	buildOrdersPK(t, runCmd, dir)
 	var got inspectOutput
 	if err := json.Unmarshal([]byte(runCmd("inspect", "--table", "demo.orders", "--index", "pk", "--json")), &got); err != nil {
 		t.Fatal(err)
@@ -74,13 +68,7 @@ func TestDirectoriesWithReservedCharacters(t *testing.T) {
 				t.Chdir(dir)
 			}
 			runCmd := runWith(t, append(base, "--log-level", "warn")...)
-			runCmd("gen-table", "--table", "demo.orders", "--rows", "100")
-			def := filepath.Join(dir, "pk.yaml")
-			if err := os.WriteFile(def, []byte("name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [order_id]\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			runCmd("create", "--table", "demo.orders", "--def", def)
-			runCmd("build", "--table", "demo.orders", "--index", "pk")
+			buildOrdersPK(t, runCmd, dir)
 			if out := runCmd("lookup", "--table", "demo.orders", "--index", "pk", "--where", "order_id = 42", "--json"); !strings.Contains(out, `"order_id":42`) {
 				t.Errorf("lookup of order 42 did not return it:\n%s", out)
 			}
@@ -124,4 +112,17 @@ func runWith(t *testing.T, base ...string) func(args ...string) string {
 		}
 		return out.String()
 	}
+}
+
+// buildOrdersPK writes a table demo.orders of 100 orders and builds a
+// primary-key index pk on it, its definition written in dir.
+func buildOrdersPK(t *testing.T, runCmd func(args ...string) string, dir string) {
+	t.Helper()
+	runCmd("gen-table", "--table", "demo.orders", "--rows", "100")
+	def := filepath.Join(dir, "pk.yaml")
+	if err := os.WriteFile(def, []byte("name: pk\nidentity: [order_id]\nmaterialized: [_file, _pos]\ncluster: [order_id]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCmd("create", "--table", "demo.orders", "--def", def)
+	runCmd("build", "--table", "demo.orders", "--index", "pk")
 }
