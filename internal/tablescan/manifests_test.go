@@ -74,3 +74,42 @@ func TestLiveEntriesReadsEachManifestOnce(t *testing.T) {
 		t.Errorf("%d opens after reading the dropped manifest again, want 4", n)
 	}
 }
+
+// A plan reads its snapshot's manifest list and manifests through the
+// process's caches: the table delta that follows a build (the daemon's
+// first update) then reads none of them again.
+func TestPlanFillsTheManifestCaches(t *testing.T) {
+	ctx := context.Background()
+	tbl := newTable(t, 2, nil)
+	for i := range 3 {
+		tbl, _ = testtables.Append(t, tbl, r(int64(i), "x", 1))
+	}
+	tbl = testtables.AddEqualityDeletes(t, tbl, []int{1}, []any{int64(1)})
+	ForgetManifests()
+	t.Cleanup(ForgetManifests)
+	snap := tbl.CurrentSnapshot()
+	p, err := NewPlan(ctx, tbl, snap, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Files) != 3 || p.DeleteFiles() != 1 {
+		t.Fatalf("planned %d data files and %d delete files, want 3 and 1", len(p.Files), p.DeleteFiles())
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io := &countingOpens{IO: fs}
+	manifests, err := ManifestList(io, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range manifests {
+		if _, err := LiveEntries(ctx, io, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := io.opens.Load(); n != 0 || len(manifests) != 4 {
+		t.Errorf("after the plan, reading the manifest list and its %d manifests opened %d files, want none", len(manifests), n)
+	}
+}

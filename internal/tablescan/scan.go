@@ -161,9 +161,12 @@ func NewPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, opts O
 	if p.fs, err = tbl.FS(ctx); err != nil {
 		return nil, fmt.Errorf("open table io: %w", err)
 	}
-	manifests, err := snap.Manifests(p.fs)
+	// Through the process's caches of manifest lists and manifests, which
+	// the table delta reads too: the first update after a build then reads
+	// only the manifests of the commits since.
+	manifests, err := ManifestList(p.fs, snap)
 	if err != nil {
-		return nil, fmt.Errorf("read manifest list of snapshot %d: %w", snap.SnapshotID, err)
+		return nil, err
 	}
 	if p.deletes, err = planDeletes(ctx, p.fs, tbl.Metadata(), manifests); err != nil {
 		return nil, err
@@ -172,15 +175,15 @@ func NewPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, opts O
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		for e, err := range m.Entries(p.fs, true) {
-			if err != nil {
-				return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+		entries, err := LiveEntries(ctx, p.fs, m)
+		if err != nil {
+			return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+		}
+		for _, e := range entries {
+			if e.File.ContentType() != iceberg.EntryContentData {
+				return nil, fmt.Errorf("data manifest %s lists %s with content %s", m.FilePath(), e.File.FilePath(), e.File.ContentType())
 			}
-			df := e.DataFile()
-			if df.ContentType() != iceberg.EntryContentData {
-				return nil, fmt.Errorf("data manifest %s lists %s with content %s", m.FilePath(), df.FilePath(), df.ContentType())
-			}
-			p.Files = append(p.Files, PlannedFile{File: df, Seq: e.SequenceNum()})
+			p.Files = append(p.Files, PlannedFile{File: e.File, Seq: e.Seq})
 		}
 	}
 	return p, nil
