@@ -272,9 +272,10 @@ type CatalogConfig struct {
 	// Name of the catalog inside a shared SQL catalog database, so tables
 	// written by other tools under that name are seen. Default: default.
 	Name string `yaml:"name"`
-	// Warehouse is the root location of new tables; a local path (absolute,
-	// or relative to the working directory) is taken as the file:// URI of
-	// the absolute directory. Default:
+	// Warehouse is the root location of new tables; with a SQL catalog a
+	// local path (absolute, or relative to the working directory) is taken
+	// as the file:// URI of the absolute directory, while a REST catalog
+	// gets it as it is (a catalog's name, say). Default:
 	// file:///<cwd>/streamidx-data/warehouse.
 	Warehouse string `yaml:"warehouse"`
 	// IndexCatalog is where index pointers live: "sql" (a table in the SQL
@@ -538,12 +539,14 @@ func (c *Config) EnsureDefaults() error {
 			c.Catalog.Warehouse = FileURI(filepath.Join(dir, "warehouse"))
 		}
 	}
-	if wh := c.Catalog.Warehouse; wh != "" && !hasScheme(wh) {
+	if wh := c.Catalog.Warehouse; wh != "" && !hasScheme(wh) && c.CatalogKind() != "rest" {
 		// A local path: the table spec reads a location without a scheme
 		// as relative, iceberg-go parses it as a URI ("#" starts a
 		// fragment), and a path relative to the working directory names
 		// another place for a process started elsewhere; new tables get the
-		// file:// URI of the absolute directory.
+		// file:// URI of the absolute directory. A REST catalog's warehouse
+		// is the server's to interpret (often a catalog's name) and is sent
+		// as it is.
 		abs, err := filepath.Abs(wh)
 		if err != nil {
 			return fmt.Errorf("resolve warehouse %s: %w", wh, err)

@@ -155,6 +155,16 @@ func TestWarehousePathsBecomeFileURIs(t *testing.T) {
 			t.Errorf("warehouse %q changed to %q", uri, c.Catalog.Warehouse)
 		}
 	}
+	// A REST catalog's warehouse is the server's to read: often the name
+	// of a catalog, which is no path.
+	c := Default()
+	c.Catalog.URI, c.Catalog.Warehouse = "http://polaris:8181/api/catalog", "analytics"
+	if err := c.EnsureDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if c.Catalog.Warehouse != "analytics" {
+		t.Errorf("the REST catalog's warehouse %q became %q", "analytics", c.Catalog.Warehouse)
+	}
 }
 
 // TestSecretsAreNeverPrinted: the service's token and the Kafka password,
