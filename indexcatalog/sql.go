@@ -412,8 +412,9 @@ func namespaceKey(ns []string) string {
 // Open opens the index catalog that the configuration key
 // catalog.index-catalog names: "sql" in db, the SQL catalog's database
 // (postgres selects PostgreSQL's dialect, SQLite's otherwise), under
-// catalog name; "fs" under warehouse.
-func Open(ctx context.Context, kind string, db *sql.DB, postgres bool, name, warehouse string, opts ...Option) (Catalog, error) {
+// catalog name; "fs" under root (catalog.index-location, else the
+// warehouse).
+func Open(ctx context.Context, kind string, db *sql.DB, postgres bool, name, root string, opts ...Option) (Catalog, error) {
 	switch kind {
 	case "sql":
 		dialect := DialectSQLite
@@ -426,7 +427,7 @@ func Open(ctx context.Context, kind string, db *sql.DB, postgres bool, name, war
 		}
 		return c, nil
 	case "fs":
-		c, err := NewFS(warehouse, opts...)
+		c, err := NewFS(root, opts...)
 		if err != nil {
 			return nil, err
 		}

@@ -212,7 +212,7 @@ func ensureLocalWarehouse(warehouse string) error {
 
 func (e *env) openIndexCatalog(ctx context.Context) error {
 	c, err := indexcatalog.Open(ctx, e.cfg.Catalog.IndexCatalog, e.db, e.cfg.CatalogKind() == "postgres", e.cfg.Catalog.Name,
-		e.cfg.Catalog.Warehouse, indexcatalog.WithStore(e.store), indexcatalog.WithLogger(e.log))
+		e.cfg.IndexRoot(), indexcatalog.WithStore(e.store), indexcatalog.WithLogger(e.log))
 	if err != nil {
 		return err
 	}

@@ -126,3 +126,28 @@ func buildOrdersPK(t *testing.T, runCmd func(args ...string) string, dir string)
 	runCmd("create", "--table", "demo.orders", "--def", def)
 	runCmd("build", "--table", "demo.orders", "--index", "pk")
 }
+
+// TestFSIndexCatalogAtItsOwnLocation: with catalog.index-location set (as
+// a REST catalog whose warehouse is a name needs), the fs index catalog
+// keeps every index there, and create, build, lookup and verify find it.
+func TestFSIndexCatalogAtItsOwnLocation(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("STREAMIDX_INDEX_CATALOG", "fs")
+	t.Setenv("STREAMIDX_INDEX_LOCATION", filepath.Join(dir, "idx"))
+	runCmd := runWith(t, "--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn")
+	buildOrdersPK(t, runCmd, dir)
+	if out := runCmd("lookup", "--table", "demo.orders", "--index", "pk", "--where", "order_id = 7", "--json"); !strings.Contains(out, `"order_id":7`) {
+		t.Errorf("lookup of order 7 did not return it:\n%s", out)
+	}
+	runCmd("verify", "--table", "demo.orders", "--index", "pk")
+	var got inspectOutput
+	if err := json.Unmarshal([]byte(runCmd("inspect", "--table", "demo.orders", "--index", "pk", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	if want := config.FileURI(filepath.Join(dir, "idx")) + "/"; !strings.HasPrefix(got.Location, want) || !strings.HasPrefix(got.MetadataLocation, want) {
+		t.Errorf("index at %s (metadata %s), want under %s", got.Location, got.MetadataLocation, want)
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "warehouse", "*", "*", "indexes")); len(m) != 0 {
+		t.Errorf("index files under the warehouse too: %v", m)
+	}
+}

@@ -171,7 +171,7 @@ func (q *lookupArgs) lookup(ctx context.Context, stderr io.Writer) (*planner.Res
 	if err != nil {
 		return nil, err
 	}
-	indexes, err := indexcatalog.Open(ctx, cfg.Catalog.IndexCatalog, db, postgres, cfg.Catalog.Name, cfg.Catalog.Warehouse,
+	indexes, err := indexcatalog.Open(ctx, cfg.Catalog.IndexCatalog, db, postgres, cfg.Catalog.Name, cfg.IndexRoot(),
 		indexcatalog.WithStore(store), indexcatalog.WithLogger(log))
 	if err != nil {
 		return nil, err

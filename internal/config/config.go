@@ -282,6 +282,12 @@ type CatalogConfig struct {
 	// catalog database) or "fs" (conditional create of metadata files beside
 	// each index). Default: sql for SQL catalogs, fs otherwise.
 	IndexCatalog string `yaml:"index-catalog"`
+	// IndexLocation is where the fs index catalog keeps indexes
+	// (<location>/<namespace>/<table>/indexes/<name>): a URI, or a local
+	// path taken as the file:// URI of the absolute directory. A REST
+	// catalog whose warehouse is a name rather than a location needs it.
+	// Default: the warehouse.
+	IndexLocation string `yaml:"index-location"`
 	// Properties are passed to iceberg-go's catalog and file IO, e.g.
 	// s3.endpoint, s3.region, s3.path-style-access. Default: none.
 	Properties map[string]string `yaml:"properties"`
@@ -378,6 +384,7 @@ var Env = map[string]string{
 	"STREAMIDX_CATALOG_NAME":              "catalog.name",
 	"STREAMIDX_WAREHOUSE":                 "catalog.warehouse",
 	"STREAMIDX_INDEX_CATALOG":             "catalog.index-catalog",
+	"STREAMIDX_INDEX_LOCATION":            "catalog.index-location",
 	"STREAMIDX_KAFKA_BROKERS":             "run.kafka.brokers",
 	"STREAMIDX_BUILD_MEMORY_BUDGET":       "build.memory-budget",
 	"STREAMIDX_BUILD_TARGET_FILE_SIZE":    "build.target-file-size",
@@ -415,6 +422,8 @@ func (c *Config) Set(key, value string) error {
 		c.Catalog.Warehouse = value
 	case "catalog.index-catalog":
 		c.Catalog.IndexCatalog = value
+	case "catalog.index-location":
+		c.Catalog.IndexLocation = value
 	case "build.memory-budget":
 		c.Build.MemoryBudget, err = ParseByteSize(value)
 	case "build.target-file-size":
@@ -553,6 +562,13 @@ func (c *Config) EnsureDefaults() error {
 		}
 		c.Catalog.Warehouse = FileURI(abs)
 	}
+	if loc := c.Catalog.IndexLocation; loc != "" && !hasScheme(loc) {
+		abs, err := filepath.Abs(loc)
+		if err != nil {
+			return fmt.Errorf("resolve index location %s: %w", loc, err)
+		}
+		c.Catalog.IndexLocation = FileURI(abs)
+	}
 	if c.Catalog.Name == "" {
 		c.Catalog.Name = "default"
 	}
@@ -592,6 +608,15 @@ func (c *Config) defaultStageDir() (string, error) {
 		return filepath.Join(filepath.Dir(filepath.Clean(wh)), "staging"), nil
 	}
 	return filepath.Abs(filepath.Join(DefaultDataDir, "staging"))
+}
+
+// IndexRoot is where the fs index catalog keeps indexes: the index
+// location, or else the warehouse.
+func (c *Config) IndexRoot() string {
+	if c.Catalog.IndexLocation != "" {
+		return c.Catalog.IndexLocation
+	}
+	return c.Catalog.Warehouse
 }
 
 // CatalogKind is sqlite, postgres or rest, from the catalog URI's scheme.
@@ -692,6 +717,9 @@ func (c *Config) Validate() error {
 	case "sql", "fs":
 		if c.Catalog.IndexCatalog == "sql" && c.CatalogKind() == "rest" {
 			errs = append(errs, errors.New("catalog.index-catalog sql needs a SQL catalog; use fs with a REST catalog"))
+		}
+		if root := c.IndexRoot(); c.Catalog.IndexCatalog == "fs" && !hasScheme(root) && !filepath.IsAbs(root) {
+			errs = append(errs, fmt.Errorf("catalog.index-location: the fs index catalog needs a location, and the warehouse %q is none (a REST catalog's name, say); set catalog.index-location (STREAMIDX_INDEX_LOCATION) to a URI such as s3://bucket/indexes", root))
 		}
 	default:
 		errs = append(errs, fmt.Errorf("catalog.index-catalog %q: want sql or fs", c.Catalog.IndexCatalog))

@@ -165,6 +165,22 @@ func TestWarehousePathsBecomeFileURIs(t *testing.T) {
 	if c.Catalog.Warehouse != "analytics" {
 		t.Errorf("the REST catalog's warehouse %q became %q", "analytics", c.Catalog.Warehouse)
 	}
+	// Its fs index catalog then needs a location of its own, and says so.
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "catalog.index-location") {
+		t.Errorf("a REST catalog whose warehouse is a name, without an index location: %v, want an error naming catalog.index-location", err)
+	}
+	c.Catalog.IndexLocation = "s3://bucket/indexes"
+	if err := c.Validate(); err != nil || c.IndexRoot() != "s3://bucket/indexes" {
+		t.Errorf("with an index location: %v, root %q", err, c.IndexRoot())
+	}
+	c = Default()
+	c.Catalog.IndexLocation = "idx"
+	if err := c.EnsureDefaults(); err != nil {
+		t.Fatal(err)
+	}
+	if want := FileURI(filepath.Join(wd, "idx")); c.IndexRoot() != want {
+		t.Errorf("a relative index location gave root %q, want %q", c.IndexRoot(), want)
+	}
 }
 
 // TestSecretsAreNeverPrinted: the service's token and the Kafka password,
