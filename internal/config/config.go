@@ -556,18 +556,16 @@ func (c *Config) EnsureDefaults() error {
 		// file:// URI of the absolute directory. A REST catalog's warehouse
 		// is the server's to interpret (often a catalog's name) and is sent
 		// as it is.
-		abs, err := filepath.Abs(wh)
-		if err != nil {
-			return fmt.Errorf("resolve warehouse %s: %w", wh, err)
+		var err error
+		if c.Catalog.Warehouse, err = absoluteFileURI("warehouse", wh); err != nil {
+			return err
 		}
-		c.Catalog.Warehouse = FileURI(abs)
 	}
 	if loc := c.Catalog.IndexLocation; loc != "" && !hasScheme(loc) {
-		abs, err := filepath.Abs(loc)
-		if err != nil {
-			return fmt.Errorf("resolve index location %s: %w", loc, err)
+		var err error
+		if c.Catalog.IndexLocation, err = absoluteFileURI("index location", loc); err != nil {
+			return err
 		}
-		c.Catalog.IndexLocation = FileURI(abs)
 	}
 	if c.Catalog.Name == "" {
 		c.Catalog.Name = "default"
@@ -663,6 +661,16 @@ func (c *Config) IOProperties() map[string]string {
 // the same for index locations.
 func FileURI(p string) string {
 	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
+}
+
+// absoluteFileURI is the file:// URI of the local path p, made absolute
+// against the working directory; what names the setting in an error.
+func absoluteFileURI(what, p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s %s: %w", what, p, err)
+	}
+	return FileURI(abs), nil
 }
 
 // hasScheme reports whether s starts with a URI scheme of two characters or
