@@ -1356,18 +1356,30 @@ func (m *merger) resolveGroup(oldFile int) error {
 		if !bytes.Equal(m.checkBuf, g.key) {
 			return fmt.Errorf("merge: delta key %x does not encode its entry %s: %w", g.key, m.describe(entry), ErrDeltaMismatch)
 		}
+		count := m.head.count
+		if err := m.advance(); err != nil {
+			return err
+		}
+		if len(g.items) == 0 && count > 0 && (!m.hasHead || !bytes.Equal(m.head.key, g.key)) {
+			// A lone insert under a key the index does not hold (an
+			// upsert's new version, whose location is in its key): nothing
+			// to match it with.
+			for range count {
+				if err := m.emit(entry, -1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		enc, err := m.storedEncoding(entry)
 		if err != nil {
 			return err
 		}
 		it := g.item(enc)
-		if m.head.count > 0 || it.entry == nil {
+		if count > 0 || it.entry == nil {
 			it.entry = entry // an inserted entry carries every field's value
 		}
-		it.count += m.head.count
-		if err := m.advance(); err != nil {
-			return err
-		}
+		it.count += count
 	}
 	for i := range g.items {
 		it := &g.items[i]
