@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -69,14 +70,7 @@ func TestDirectoriesWithReservedCharacters(t *testing.T) {
 			}
 			runCmd := runWith(t, append(base, "--log-level", "warn")...)
 			buildOrdersPK(t, runCmd, dir)
-			if out := runCmd("lookup", "--table", "demo.orders", "--index", "pk", "--where", "order_id = 42", "--json"); !strings.Contains(out, `"order_id":42`) {
-				t.Errorf("lookup of order 42 did not return it:\n%s", out)
-			}
-			runCmd("verify", "--table", "demo.orders", "--index", "pk")
-			var got inspectOutput
-			if err := json.Unmarshal([]byte(runCmd("inspect", "--table", "demo.orders", "--index", "pk", "--json")), &got); err != nil {
-				t.Fatal(err)
-			}
+			got := lookUpVerifyInspect(t, runCmd, 42)
 			paths := []string{got.Location, got.MetadataLocation, got.Tracking.TrackingFile}
 			for _, rf := range got.Tracking.RangeFiles {
 				paths = append(paths, rf.FilePath)
@@ -136,18 +130,27 @@ func TestFSIndexCatalogAtItsOwnLocation(t *testing.T) {
 	t.Setenv("STREAMIDX_INDEX_LOCATION", filepath.Join(dir, "idx"))
 	runCmd := runWith(t, "--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn")
 	buildOrdersPK(t, runCmd, dir)
-	if out := runCmd("lookup", "--table", "demo.orders", "--index", "pk", "--where", "order_id = 7", "--json"); !strings.Contains(out, `"order_id":7`) {
-		t.Errorf("lookup of order 7 did not return it:\n%s", out)
-	}
-	runCmd("verify", "--table", "demo.orders", "--index", "pk")
-	var got inspectOutput
-	if err := json.Unmarshal([]byte(runCmd("inspect", "--table", "demo.orders", "--index", "pk", "--json")), &got); err != nil {
-		t.Fatal(err)
-	}
+	got := lookUpVerifyInspect(t, runCmd, 7)
 	if want := config.FileURI(filepath.Join(dir, "idx")) + "/"; !strings.HasPrefix(got.Location, want) || !strings.HasPrefix(got.MetadataLocation, want) {
 		t.Errorf("index at %s (metadata %s), want under %s", got.Location, got.MetadataLocation, want)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "warehouse", "*", "*", "indexes")); len(m) != 0 {
 		t.Errorf("index files under the warehouse too: %v", m)
 	}
+}
+
+// lookUpVerifyInspect looks order id up through pk of demo.orders (it must
+// come back), verifies the index and returns what inspect says of it.
+func lookUpVerifyInspect(t *testing.T, runCmd func(args ...string) string, id int) inspectOutput {
+	t.Helper()
+	where := fmt.Sprintf("order_id = %d", id)
+	if out := runCmd("lookup", "--table", "demo.orders", "--index", "pk", "--where", where, "--json"); !strings.Contains(out, fmt.Sprintf(`"order_id":%d`, id)) {
+		t.Errorf("lookup of order %d did not return it:\n%s", id, out)
+	}
+	runCmd("verify", "--table", "demo.orders", "--index", "pk")
+	var got inspectOutput
+	if err := json.Unmarshal([]byte(runCmd("inspect", "--table", "demo.orders", "--index", "pk", "--json")), &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
