@@ -218,7 +218,7 @@ func (b *bench) pristineDir() string { return filepath.Join(b.dir, "pristine") }
 func (b *bench) openEnv(ctx context.Context) (*env, error) {
 	g := *b.g
 	g.catalogURI = config.SQLiteURI(filepath.Join(b.dataDir(), "catalog.db"))
-	g.warehouse = config.FileURI(filepath.Join(b.dataDir(), "warehouse"))
+	g.warehouse = format.FileURI(filepath.Join(b.dataDir(), "warehouse"))
 	e, err := openEnv(ctx, &g)
 	if err != nil {
 		return nil, err

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/streamidx/streamidx/client"
+	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/workload"
 )
@@ -344,7 +345,7 @@ func freeAddr() (string, error) {
 
 // childArgs are the global flags of a child streamidx on dir's catalogs.
 func childArgs(b *bench, dir string) []string {
-	args := []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", config.FileURI(filepath.Join(dir, "warehouse")),
+	args := []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", format.FileURI(filepath.Join(dir, "warehouse")),
 		"--log-level", "warn"}
 	if b.g.configPath != "" {
 		args = append(args, "--config", b.g.configPath)

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/indexdef"
 	"github.com/streamidx/streamidx/internal/workload"
@@ -52,7 +53,7 @@ func (b *bench) openEnvAt(ctx context.Context, dir string, serving bool) (*env, 
 	g := *b.g
 	g.serving = serving
 	g.catalogURI = config.SQLiteURI(filepath.Join(dir, "catalog.db"))
-	g.warehouse = config.FileURI(filepath.Join(dir, "warehouse"))
+	g.warehouse = format.FileURI(filepath.Join(dir, "warehouse"))
 	e, err := openEnv(ctx, &g)
 	if err != nil {
 		return nil, err

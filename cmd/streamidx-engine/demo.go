@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
 )
 
@@ -109,7 +110,7 @@ func demoStep(ctx context.Context, g *globals, stdout io.Writer, base []string, 
 // demoBase are the flags that point a command at the demo's catalog and
 // warehouse in dir.
 func demoBase(g *globals, dir string) []string {
-	base := []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", config.FileURI(filepath.Join(dir, "warehouse"))}
+	base := []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", format.FileURI(filepath.Join(dir, "warehouse"))}
 	if g.configPath != "" {
 		base = append(base, "--config", g.configPath)
 	}

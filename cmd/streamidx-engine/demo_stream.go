@@ -125,7 +125,7 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	}
 	defer logFile.Close()
 	dg := *g
-	dg.catalogURI, dg.warehouse = config.SQLiteURI(filepath.Join(sd.dir, "catalog.db")), config.FileURI(filepath.Join(sd.dir, "warehouse"))
+	dg.catalogURI, dg.warehouse = config.SQLiteURI(filepath.Join(sd.dir, "catalog.db")), format.FileURI(filepath.Join(sd.dir, "warehouse"))
 	e, err := openEnv(ctx, &dg)
 	if err != nil {
 		return exitError, err

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/internal/config"
 )
 
@@ -62,7 +63,7 @@ func TestDirectoriesWithReservedCharacters(t *testing.T) {
 			var base []string
 			switch form {
 			case "uris":
-				base = []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", config.FileURI(filepath.Join(dir, "warehouse"))}
+				base = []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", format.FileURI(filepath.Join(dir, "warehouse"))}
 			case "plain warehouse":
 				base = []string{"--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", filepath.Join(dir, "warehouse")}
 			case "defaults":
@@ -131,7 +132,7 @@ func TestFSIndexCatalogAtItsOwnLocation(t *testing.T) {
 	runCmd := runWith(t, "--catalog-uri", config.SQLiteURI(filepath.Join(dir, "catalog.db")), "--warehouse", filepath.Join(dir, "warehouse"), "--log-level", "warn")
 	buildOrdersPK(t, runCmd, dir)
 	got := lookUpVerifyInspect(t, runCmd, 7)
-	if want := config.FileURI(filepath.Join(dir, "idx")) + "/"; !strings.HasPrefix(got.Location, want) || !strings.HasPrefix(got.MetadataLocation, want) {
+	if want := format.FileURI(filepath.Join(dir, "idx")) + "/"; !strings.HasPrefix(got.Location, want) || !strings.HasPrefix(got.MetadataLocation, want) {
 		t.Errorf("index at %s (metadata %s), want under %s", got.Location, got.MetadataLocation, want)
 	}
 	if m, _ := filepath.Glob(filepath.Join(dir, "warehouse", "*", "*", "indexes")); len(m) != 0 {

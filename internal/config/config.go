@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/streamidx/streamidx/format"
 )
 
 // DefaultDataDir is where the embedded default keeps everything when nothing
@@ -545,10 +547,10 @@ func (c *Config) EnsureDefaults() error {
 			c.Catalog.URI = SQLiteURI(filepath.Join(dir, "catalog.db"))
 		}
 		if c.Catalog.Warehouse == "" {
-			c.Catalog.Warehouse = FileURI(filepath.Join(dir, "warehouse"))
+			c.Catalog.Warehouse = format.FileURI(filepath.Join(dir, "warehouse"))
 		}
 	}
-	if wh := c.Catalog.Warehouse; wh != "" && !hasScheme(wh) && c.CatalogKind() != "rest" {
+	if wh := c.Catalog.Warehouse; wh != "" && !format.HasScheme(wh) && c.CatalogKind() != "rest" {
 		// A local path: the table spec reads a location without a scheme
 		// as relative, iceberg-go parses it as a URI ("#" starts a
 		// fragment), and a path relative to the working directory names
@@ -561,7 +563,7 @@ func (c *Config) EnsureDefaults() error {
 			return err
 		}
 	}
-	if loc := c.Catalog.IndexLocation; loc != "" && !hasScheme(loc) {
+	if loc := c.Catalog.IndexLocation; loc != "" && !format.HasScheme(loc) {
 		var err error
 		if c.Catalog.IndexLocation, err = absoluteFileURI("index location", loc); err != nil {
 			return err
@@ -656,13 +658,6 @@ func (c *Config) IOProperties() map[string]string {
 	return props
 }
 
-// FileURI is the file:// URI of the local absolute path p, percent-encoded
-// (a directory named "a#b" is not "a" with a fragment); format.FileURI is
-// the same for index locations.
-func FileURI(p string) string {
-	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(p)}).String()
-}
-
 // absoluteFileURI is the file:// URI of the local path p, made absolute
 // against the working directory; what names the setting in an error.
 func absoluteFileURI(what, p string) (string, error) {
@@ -670,22 +665,7 @@ func absoluteFileURI(what, p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("resolve %s %s: %w", what, p, err)
 	}
-	return FileURI(abs), nil
-}
-
-// hasScheme reports whether s starts with a URI scheme of two characters or
-// more (a single letter is a Windows drive).
-func hasScheme(s string) bool {
-	i := strings.IndexByte(s, ':')
-	if i < 2 {
-		return false
-	}
-	for j, r := range s[:i] {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || j > 0 && (r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.')) {
-			return false
-		}
-	}
-	return true
+	return format.FileURI(abs), nil
 }
 
 // SQLiteURI is the catalog URI of the SQLite database at the local absolute
@@ -726,7 +706,7 @@ func (c *Config) Validate() error {
 		if c.Catalog.IndexCatalog == "sql" && c.CatalogKind() == "rest" {
 			errs = append(errs, errors.New("catalog.index-catalog sql needs a SQL catalog; use fs with a REST catalog"))
 		}
-		if root := c.IndexRoot(); c.Catalog.IndexCatalog == "fs" && !hasScheme(root) && !filepath.IsAbs(root) {
+		if root := c.IndexRoot(); c.Catalog.IndexCatalog == "fs" && !format.HasScheme(root) && !filepath.IsAbs(root) {
 			errs = append(errs, fmt.Errorf("catalog.index-location: the fs index catalog needs a location, and the warehouse %q is none (a REST catalog's name, say); set catalog.index-location (STREAMIDX_INDEX_LOCATION) to a URI such as s3://bucket/indexes", root))
 		}
 	default:

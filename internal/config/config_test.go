@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/streamidx/streamidx/format"
 )
 
 func TestDefaultsAreTheEmbeddedSetup(t *testing.T) {
@@ -178,7 +180,7 @@ func TestWarehousePathsBecomeFileURIs(t *testing.T) {
 	if err := c.EnsureDefaults(); err != nil {
 		t.Fatal(err)
 	}
-	if want := FileURI(filepath.Join(wd, "idx")); c.IndexRoot() != want {
+	if want := format.FileURI(filepath.Join(wd, "idx")); c.IndexRoot() != want {
 		t.Errorf("a relative index location gave root %q, want %q", c.IndexRoot(), want)
 	}
 }
