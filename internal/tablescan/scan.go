@@ -175,9 +175,9 @@ func NewPlan(ctx context.Context, tbl *table.Table, snap *table.Snapshot, opts O
 		if m.ManifestContent() != iceberg.ManifestContentData {
 			continue
 		}
-		entries, err := LiveEntries(ctx, p.fs, m)
+		entries, err := LiveEntries(ctx, p.fs, m) // its error names the manifest
 		if err != nil {
-			return nil, fmt.Errorf("read data manifest %s: %w", m.FilePath(), err)
+			return nil, err
 		}
 		for _, e := range entries {
 			if e.File.ContentType() != iceberg.EntryContentData {
