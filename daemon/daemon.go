@@ -20,6 +20,7 @@ import (
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/extsort"
 	"github.com/streamidx/streamidx/internal/httptls"
 	"github.com/streamidx/streamidx/internal/kafkaconn"
 	"github.com/streamidx/streamidx/internal/objstore"
@@ -118,6 +119,8 @@ func New(tables catalog.Catalog, indexes indexcatalog.Catalog, files *objstore.S
 	if err := updater.Recover(store, log); err != nil {
 		return fail(err)
 	}
+	// A full build killed with the daemon left its spilled sort behind.
+	extsort.RemoveStaleSpills(cfg.Build.SpillDir, log)
 	if files == nil {
 		files = objstore.New(objstore.Options{IOProperties: cfg.IOProperties(), Logger: log})
 	}

@@ -16,15 +16,17 @@
 //     creates v<N+1> only if it is absent, so exactly one writer wins each
 //     version. The indexes of a table are the directories under its indexes/
 //     directory that hold at least one version file. Conditional create is
-//     done with link(2) on a local file system; object stores would need
-//     If-None-Match, which is not implemented, so NewFS refuses them.
+//     done with link(2) on a local file system and with an If-None-Match: *
+//     put on S3-compatible object stores (a 412 is the lost race); a store
+//     that ignores If-None-Match would let two writers both win, so use the
+//     SQL catalog there.
 //
 // Metadata files are immutable and uniquely named, and are read, published
 // and deleted through the process's storage gateway (internal/objstore). On
 // a local file system they are written to a temporary name, fsynced,
 // published under their final name (by the FS catalog without replacing
 // anything: that is its commit) and their directory is fsynced; elsewhere
-// they are written with one iceberg-go IO put.
+// they are written with one put (conditional for the FS catalog's versions).
 //
 // Concurrency: every catalog is safe for use by many goroutines, and many
 // processes may share one database or root directory. A commit whose base is

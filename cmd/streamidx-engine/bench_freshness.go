@@ -561,12 +561,13 @@ func (b *bench) behind(ctx context.Context, e *env, id table.Identifier, indexes
 			parts = append(parts, fmt.Sprintf("%s 0 commits behind", index))
 			continue
 		}
-		for s := tbl.SnapshotByID(last); s != nil && s.SnapshotID != at; {
-			behind++
-			if s.ParentSnapshotID == nil {
-				break
+		if head := tbl.SnapshotByID(last); head != nil {
+			for n, s := range lineage.Ancestors(tbl, head) {
+				if behind = n + 1; s.SnapshotID == at {
+					behind = n
+					break
+				}
 			}
-			s = tbl.SnapshotByID(*s.ParentSnapshotID)
 		}
 		parts = append(parts, fmt.Sprintf("%s %d commits behind", index, behind))
 	}

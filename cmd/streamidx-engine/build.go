@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/streamidx/streamidx/compactor"
+	"github.com/streamidx/streamidx/internal/extsort"
+	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/updater"
 )
 
@@ -30,11 +32,12 @@ func runBuild(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	if t.unsupported != nil {
 		return exitError, t.unsupported
 	}
-	snap, err := sourceSnapshot(t.tbl, f.snapshot)
+	snap, err := lineage.Snapshot(t.tbl, f.snapshot)
 	if err != nil {
 		return exitError, err
 	}
 	limitMemory(int64(t.cfg.Build.MemoryBudget))
+	extsort.RemoveStaleSpills(t.cfg.Build.SpillDir, t.log)
 	start := time.Now()
 	progress := newProgressLine(g.stderr, t.cfg.Build.Progress)
 	defer progress.finish()

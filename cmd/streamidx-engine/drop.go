@@ -17,15 +17,11 @@ func init() {
 // index whose table was dropped and re-created is dropped this way before
 // it is created again.
 func runDrop(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	indexName := fs.String("index", "", "index `name`")
-	if err := fs.Parse(args); err != nil {
+	f := addIndexFlags(fs, "")
+	if err := f.parse(fs, args); err != nil {
 		return exitError, err
 	}
-	if err := requireFlags(fs, "table", "index"); err != nil {
-		return exitError, err
-	}
-	id, err := config.ParseTable(*tableName)
+	id, err := config.ParseTable(f.table)
 	if err != nil {
 		return exitError, err
 	}
@@ -34,9 +30,9 @@ func runDrop(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 		return exitError, err
 	}
 	defer e.Close()
-	if err := e.indexes.Drop(ctx, id, *indexName); err != nil {
+	if err := e.indexes.Drop(ctx, id, f.index); err != nil {
 		return exitError, err
 	}
-	fmt.Fprintf(stdout, "dropped index %s of %s\n", *indexName, *tableName)
+	fmt.Fprintf(stdout, "dropped index %s of %s\n", f.index, f.table)
 	return exitOK, nil
 }

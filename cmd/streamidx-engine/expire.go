@@ -24,22 +24,18 @@ func init() {
 // files that no remaining snapshot references, and that are older than
 // --grace, are deleted (orphans that crashed writers left included).
 func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	indexName := fs.String("index", "", "index `name`")
+	f := addIndexFlags(fs, "")
 	retain := fs.Int("retain-last", 0, "keep the newest `N` index snapshots (default from run.retain-snapshots: 10)")
 	maxAge := fs.Duration("max-age", 0, "also expire snapshots older than this `duration` (default from run.max-snapshot-age; 0: no age limit)")
 	grace := fs.Duration("grace", time.Hour, "keep unreferenced files younger than this `duration`, and snapshots superseded since: a writer may still be building on them")
 	dryRun := fs.Bool("dry-run", false, "print what would expire and be deleted, and change nothing")
-	if err := fs.Parse(args); err != nil {
-		return exitError, err
-	}
-	if err := requireFlags(fs, "table", "index"); err != nil {
+	if err := f.parse(fs, args); err != nil {
 		return exitError, err
 	}
 	if *grace <= 0 {
 		return exitError, fmt.Errorf("--grace %s: want a positive duration", *grace)
 	}
-	id, err := config.ParseTable(*tableName)
+	id, err := config.ParseTable(f.table)
 	if err != nil {
 		return exitError, err
 	}
@@ -48,7 +44,7 @@ func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		return exitError, err
 	}
 	defer e.Close()
-	tbl, _, err := e.loadTable(ctx, *tableName)
+	tbl, _, err := e.loadTable(ctx, f.table)
 	if err != nil {
 		return exitError, err
 	}
@@ -60,22 +56,22 @@ func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 		}
 		opts.RetainLast = *retain
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "max-age" {
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "max-age" {
 			opts.MaxAge = *maxAge
 		}
 	})
 	if opts.MaxAge < 0 {
 		return exitError, fmt.Errorf("--max-age %s: want 0 (no age limit) or a positive duration", opts.MaxAge)
 	}
-	res, err := flush.Expire(ctx, e.indexes, id, *indexName, func(md *format.Metadata) (*format.IndexSchema, error) {
+	res, err := flush.Expire(ctx, e.indexes, id, f.index, func(md *format.Metadata) (*format.IndexSchema, error) {
 		if err := format.CheckTable(md, lineage.View(tbl)); err != nil {
 			return nil, err
 		}
 		return format.NewIndexSchema(md, tbl.Schema())
 	}, opts)
 	if err != nil {
-		return exitError, fmt.Errorf("expire index %s of %s: %w", *indexName, *tableName, err)
+		return exitError, fmt.Errorf("expire index %s of %s: %w", f.index, f.table, err)
 	}
 	verb, deleted := "expired", "deleted"
 	if *dryRun {
@@ -84,7 +80,7 @@ func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 			fmt.Fprintf(stdout, "%s %s\n", deleted, f)
 		}
 	}
-	fmt.Fprintf(stdout, "%s %d index snapshots of %s on %s; %s %d files (%s)\n", verb, res.SnapshotsExpired, *indexName, *tableName,
+	fmt.Fprintf(stdout, "%s %d index snapshots of %s on %s; %s %d files (%s)\n", verb, res.SnapshotsExpired, f.index, f.table,
 		deleted, len(res.FilesDeleted), humanBytes(res.BytesFreed))
 	return exitOK, nil
 }

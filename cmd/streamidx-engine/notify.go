@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamidx/streamidx/ingest"
 	"github.com/streamidx/streamidx/internal/kafkaconn"
+	"github.com/streamidx/streamidx/internal/lineage"
 )
 
 func init() {
@@ -56,7 +57,7 @@ func runNotify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if err != nil {
 		return exitError, err
 	}
-	snap, err := sourceSnapshot(tbl, *snapshot)
+	snap, err := lineage.Snapshot(tbl, *snapshot)
 	if err != nil {
 		return exitError, err
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
-	"strings"
 
 	"github.com/apache/iceberg-go/table"
 
@@ -73,20 +71,4 @@ func (f *indexFlags) open(ctx context.Context, g *globals) (*indexTarget, error)
 		return nil, err
 	}
 	return t, nil
-}
-
-// sourceSnapshot returns the table snapshot with the given id, or the
-// current one for 0.
-func sourceSnapshot(tbl *table.Table, id int64) (*table.Snapshot, error) {
-	if id == 0 {
-		if s := tbl.CurrentSnapshot(); s != nil {
-			return s, nil
-		}
-		return nil, fmt.Errorf("table %s has no snapshot to index yet", strings.Join(tbl.Identifier(), "."))
-	}
-	s := tbl.SnapshotByID(id)
-	if s == nil {
-		return nil, fmt.Errorf("table %s has no snapshot %d", strings.Join(tbl.Identifier(), "."), id)
-	}
-	return s, nil
 }

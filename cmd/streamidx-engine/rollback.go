@@ -29,16 +29,12 @@ func init() {
 // current again. The replaced metadata file is logged unless it is
 // corrupt; data files are left for expiry.
 func runRollback(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	indexName := fs.String("index", "", "index `name`")
+	f := addIndexFlags(fs, "")
 	to := fs.String("to", "", "index snapshot `id`, or the location of an earlier metadata file of the index")
-	if err := fs.Parse(args); err != nil {
+	if err := f.parse(fs, args, "to"); err != nil {
 		return exitError, err
 	}
-	if err := requireFlags(fs, "table", "index", "to"); err != nil {
-		return exitError, err
-	}
-	id, err := config.ParseTable(*tableName)
+	id, err := config.ParseTable(f.table)
 	if err != nil {
 		return exitError, err
 	}
@@ -47,35 +43,35 @@ func runRollback(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 		return exitError, err
 	}
 	defer e.Close()
-	cur, curLoc, err := e.indexes.Load(ctx, id, *indexName)
+	cur, curLoc, err := e.indexes.Load(ctx, id, f.index)
 	var corrupt *indexcatalog.CorruptMetadataError
 	switch {
 	case errors.As(err, &corrupt):
 		curLoc, cur = corrupt.Location, nil
-		e.log.Warn("the current metadata file is corrupt; it will be replaced, not logged", "index", *indexName, "metadata", curLoc, "err", err)
+		e.log.Warn("the current metadata file is corrupt; it will be replaced, not logged", "index", f.index, "metadata", curLoc, "err", err)
 	case err != nil && !errors.Is(err, format.ErrUnsupportedIndexType):
 		return exitError, err
 	}
-	r := &rollback{env: e, index: *indexName, cur: cur, curLoc: curLoc}
+	r := &rollback{env: e, index: f.index, cur: cur, curLoc: curLoc}
 	target, from, err := r.target(ctx, strings.TrimSpace(*to))
 	if err != nil {
-		return exitError, fmt.Errorf("index %s of %s: %w", *indexName, *tableName, err)
+		return exitError, fmt.Errorf("index %s of %s: %w", f.index, f.table, err)
 	}
-	if tbl, _, err := e.loadTable(ctx, *tableName); err == nil {
+	if tbl, _, err := e.loadTable(ctx, f.table); err == nil {
 		if err := format.CheckTable(target, lineage.View(tbl)); errors.Is(err, format.ErrTableReplaced) {
-			return exitError, fmt.Errorf("index %s of %s: %w", *indexName, *tableName, err)
+			return exitError, fmt.Errorf("index %s of %s: %w", f.index, f.table, err)
 		}
 	}
-	loc, err := e.indexes.Commit(ctx, id, *indexName, curLoc, target)
+	loc, err := e.indexes.Commit(ctx, id, f.index, curLoc, target)
 	if err != nil {
-		return exitError, fmt.Errorf("roll back index %s of %s: %w", *indexName, *tableName, err)
+		return exitError, fmt.Errorf("roll back index %s of %s: %w", f.index, f.table, err)
 	}
 	snap := "no snapshot"
 	if s := target.CurrentSnapshot(); s != nil {
 		snap = fmt.Sprintf("snapshot %d (table snapshot %d)", s.SnapshotID, s.SourceTableSnapshotID)
 	}
-	e.log.Info("index rolled back", "table", *tableName, "index", *indexName, "from", from, "replaced", curLoc, "metadata", loc)
-	fmt.Fprintf(stdout, "rolled back index %s of %s to %s, from %s\nmetadata: %s\n", *indexName, *tableName, snap, from, loc)
+	e.log.Info("index rolled back", "table", f.table, "index", f.index, "from", from, "replaced", curLoc, "metadata", loc)
+	fmt.Fprintf(stdout, "rolled back index %s of %s to %s, from %s\nmetadata: %s\n", f.index, f.table, snap, from, loc)
 	return exitOK, nil
 }
 

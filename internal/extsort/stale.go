@@ -13,12 +13,25 @@ import (
 // SIGKILL never closes: the kernel releases its lock and the directory
 // stays behind. The first spill of a sorter removes, in the same parent,
 // every spill directory whose lock is free and that is older than
-// staleAfter (so that one being created, not yet locked, is spared).
+// staleAfter (so that one being created, not yet locked, is spared); the
+// programs that sort (a build, the daemon) call RemoveStaleSpills when
+// they start, so a directory is not left for good when no later sort
+// spills.
 const (
 	spillPrefix   = "streamidx-sort-"
 	spillLockName = "LOCK"
 	staleAfter    = time.Minute
 )
+
+// RemoveStaleSpills removes the spill directories under parent (the OS
+// temp dir when empty) that killed sorts left behind: those no live sorter
+// holds locked. A nil log discards.
+func RemoveStaleSpills(parent string, log *slog.Logger) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	removeStaleSpills(parent, log)
+}
 
 // removeStaleSpills removes the spill directories under parent that no
 // live sorter holds.

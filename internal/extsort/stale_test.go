@@ -65,3 +65,39 @@ func TestStaleSpillDirectoriesAreRemoved(t *testing.T) {
 		t.Errorf("the live sorter lost its runs: %v (%d records)", err, len(got))
 	}
 }
+
+// TestRemoveStaleSpillsAtStart: a program that starts (a build, the
+// daemon) removes what a killed sort left, before any sort of its own
+// spills, and leaves a live sorter's directory and other files alone.
+func TestRemoveStaleSpillsAtStart(t *testing.T) {
+	dir := t.TempDir()
+	live := NewSorter(dir, 1, nil)
+	defer live.Close()
+	for i := range 3 {
+		if err := live.Add([]byte{byte(i)}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dead := filepath.Join(dir, "streamidx-sort-4242")
+	other := filepath.Join(dir, "streamidx-notes")
+	old := time.Now().Add(-time.Hour)
+	for _, d := range []string{dead, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, spillLockName), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []string{dead, other, live.tmp} {
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	RemoveStaleSpills(dir, nil)
+	for d, kept := range map[string]bool{dead: false, other: true, live.tmp: true} {
+		if _, err := os.Stat(d); (err == nil) != kept {
+			t.Errorf("%s: exists %t, want %t", filepath.Base(d), err == nil, kept)
+		}
+	}
+}
