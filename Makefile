@@ -16,7 +16,7 @@ PKGS      ?= ./...
 FUZZ_TARGETS = ./format:FuzzParseMetadata ./format:FuzzDecodeKey ./format:FuzzReadTrackingFile \
 	./ingest:FuzzDecodeDebezium ./ingest:FuzzDecodeNative ./ingest:FuzzDecodeControlEvent \
 	./format:FuzzOpenRangeFile ./planner:FuzzParse ./planner:FuzzLiteralValue \
-	./internal/tablemeta:FuzzParse ./compactor:FuzzMergeMatchesModel
+	./internal/tablemeta:FuzzParse ./compactor:FuzzMergeMatchesModel ./format:FuzzThriftCompact
 
 .PHONY: all build test itest lint fuzz crosscheck clean demo bench bench-go compose-config connect-samples
 

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -8,9 +9,11 @@ import (
 	"time"
 
 	"github.com/apache/iceberg-go/table"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/lineage"
+	"github.com/streamidx/streamidx/internal/testtables"
 )
 
 // TestBogusNotificationHoldsNothing: a notification for a snapshot that never
@@ -185,4 +188,42 @@ func TestCommitTopicPartitionAddedIsRead(t *testing.T) {
 	// The poll interval is an hour: only the notification moves the index.
 	h.waitIndexed("pk", s2.SnapshotID)
 	waitFor(t, "the new partition's offset is committed", func() bool { return h.committed(1) == 1 })
+}
+
+// TestBogusNotificationHoldsNoOtherTable: a notification of one table
+// whose snapshot never appears holds no other table's, though they share
+// the commit topic's one partition: the notification after it, of another
+// table, moves that table's index at once (the poll interval is an hour).
+func TestBogusNotificationHoldsNoOtherTable(t *testing.T) {
+	h := newHarness(t, 1, "pk")
+	ctx := context.Background()
+	other := testtables.CreateTable(t, h.cat, testtables.TableConfig{Name: "returns", Schema: testtables.OrdersSchema, FormatVersion: 2, RowGroupRows: 16})
+	other, _ = testtables.Append(t, other, testtables.OrderRows(0, 20, 0)...)
+	testtables.CreateIndexes(t, h.indexes, other, definitions["pk"])
+	h.cfg.Run.Indexes = append(h.cfg.Run.Indexes, config.IndexRef{Table: "test.returns", Index: "pk"})
+	indexedOther := func() int64 {
+		md, _, err := h.indexes.Load(ctx, other.Identifier(), "pk")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(md.Snapshots) == 0 {
+			return 0
+		}
+		return md.CurrentSnapshot().SourceTableSnapshotID
+	}
+	h.start(nil)
+	h.waitIndexed("pk", h.tbl.CurrentSnapshot().SnapshotID)
+	waitFor(t, "test.returns is built at start", func() bool { return indexedOther() == other.CurrentSnapshot().SnapshotID })
+
+	h.notify(4242, 99, 0) // test.orders, a snapshot that never appears
+	other, _ = testtables.Append(t, other, testtables.OrderRows(20, 25, 1)...)
+	s := other.CurrentSnapshot()
+	v := fmt.Sprintf(`{"table":"test.returns","snapshot-id":%d,"sequence-number":%d}`, s.SnapshotID, s.SequenceNumber)
+	if _, err := h.producer.ProduceSync(ctx, &kgo.Record{Topic: commitTopic, Partition: 0, Value: []byte(v)}).First(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "test.returns' index covers the notified snapshot", func() bool { return indexedOther() == s.SnapshotID })
+	if dl := h.deadLetters(); len(dl) != 0 {
+		t.Fatalf("%d dead-letter records before the bogus notification timed out", len(dl))
+	}
 }

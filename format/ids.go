@@ -32,6 +32,7 @@ const (
 	NameSpecID                    = "_spec_id"
 	NameRowID                     = "_row_id"
 	NameLastUpdatedSequenceNumber = "_last_updated_sequence_number"
+	NamePartition                 = "_partition"
 )
 
 // MaxIndexFieldID is the largest index field ID: the stats struct ID

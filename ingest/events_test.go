@@ -411,3 +411,48 @@ func TestEventEntries(t *testing.T) {
 		t.Error("NewRowColumns accepted _file")
 	}
 }
+
+// TestDebeziumTimeEncodings: every time and timestamp encoding a Debezium
+// connector writes, named by the record's schema (the PostgreSQL and MySQL
+// connectors write MicroTime and MicroTimestamp by default), becomes the
+// Iceberg column's unit: microseconds, or nanoseconds for timestamp_ns,
+// finer units floored.
+func TestDebeziumTimeEncodings(t *testing.T) {
+	cases := []struct {
+		field, typ, name, json string
+		id                     int
+		want                   int64
+	}{
+		{"t", "int32", "io.debezium.time.Time", `3723001`, 9, 3_723_001_000},
+		{"t", "int64", "io.debezium.time.MicroTime", `3723000001`, 9, 3_723_000_001},
+		{"t", "int64", "io.debezium.time.NanoTime", `3723000001999`, 9, 3_723_000_001},
+		{"t", "string", "io.debezium.time.ZonedTime", `"01:02:03.000001+01:00"`, 9, 123_000_001},
+		{"t", "int32", "org.apache.kafka.connect.data.Time", `1`, 9, 1_000},
+		{"ts", "int64", "io.debezium.time.Timestamp", `1764400000123`, 10, 1_764_400_000_123_000},
+		{"ts", "int64", "io.debezium.time.MicroTimestamp", `1764400000000001`, 10, 1_764_400_000_000_001},
+		{"ts", "int64", "io.debezium.time.MicroTimestamp", `-1`, 10, -1},
+		{"ts", "int64", "io.debezium.time.NanoTimestamp", `-1`, 10, -1},
+		{"ts", "int64", "org.apache.kafka.connect.data.Timestamp", `2`, 10, 2_000},
+		{"tstz", "string", "io.debezium.time.ZonedTimestamp", `"2025-11-29T08:06:40.000001+01:00"`, 11, 1_764_400_000_000_001},
+		{"tstz", "int64", "io.debezium.time.MicroTimestamp", `1764400000000001`, 11, 1_764_400_000_000_001},
+		{"tsns", "int64", "io.debezium.time.MicroTimestamp", `1764400000000001`, 12, 1_764_400_000_000_001_000},
+		{"tsns", "int64", "io.debezium.time.Timestamp", `5`, 12, 5_000_000},
+	}
+	for _, c := range cases {
+		t.Run(c.name[strings.LastIndex(c.name, ".")+1:]+"-"+c.field, func(t *testing.T) {
+			image := `{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},` +
+				`{"type":"` + c.typ + `","optional":true,"name":"` + c.name + `","version":1,"field":"` + c.field + `"}],"optional":true,"field":"%s"}`
+			schema := `{"type":"struct","fields":[` + strings.ReplaceAll(image, "%s", "before") + `,` + strings.ReplaceAll(image, "%s", "after") +
+				`,{"type":"string","optional":false,"field":"op"}],"optional":false,"name":"srv.public.x.Envelope"}`
+			msg := `{"schema":` + schema + `,"payload":{"op":"c","before":null,"after":{"id":1,"` + c.field + `":` + c.json + `}}}`
+			d := newDecoder(t, []int{1, c.id}, DebeziumOptions{})
+			var ev ChangeEvent
+			if err := d.Decode([]byte(msg), &ev); err != nil {
+				t.Fatal(err)
+			}
+			if got := value(t, d, &ev.After, c.id); got != c.want {
+				t.Errorf("%s %s = %v, want %d", c.name, c.json, got, c.want)
+			}
+		})
+	}
+}

@@ -47,4 +47,21 @@ func TestFullCatalogDiskIsNamed(t *testing.T) {
 	if other := errors.New("table not found"); g.explain(other) != other {
 		t.Errorf("another error was changed: %v", g.explain(other))
 	}
+	// The code the driver gives when the WAL index cannot grow on a full
+	// disk ("disk I/O error (4874)", SQLITE_IOERR_SHMSIZE), as an operator
+	// saw it: named the same way.
+	shm := fmt.Errorf("commit index pk: %w", sqliteCodeError(4874))
+	if got := g.explain(shm); !strings.Contains(got.Error(), "the disk of the catalog database "+path+" is full") || !errors.Is(got, shm) {
+		t.Errorf("SQLITE_IOERR_SHMSIZE explained as %q", got)
+	}
+	if other := fmt.Errorf("x: %w", sqliteCodeError(5)); g.explain(other) != other { // SQLITE_BUSY
+		t.Errorf("SQLITE_BUSY was explained as a full disk: %v", g.explain(other))
+	}
 }
+
+// sqliteCodeError is an error carrying an SQLite result code, as the
+// driver's errors do.
+type sqliteCodeError int
+
+func (e sqliteCodeError) Error() string { return fmt.Sprintf("disk I/O error (%d)", int(e)) }
+func (e sqliteCodeError) Code() int     { return int(e) }

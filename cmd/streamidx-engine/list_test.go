@@ -72,3 +72,27 @@ func TestListSaysHowFarBehind(t *testing.T) {
 		t.Errorf("after run --once: %s, want 0", got)
 	}
 }
+
+// TestDropRemovesABrokenIndex: an index whose current metadata file is
+// corrupt (not even JSON) is dropped all the same, the others stay, and a
+// new index of that name can then be created and built.
+func TestDropRemovesABrokenIndex(t *testing.T) {
+	c, metaLoc, _, _ := brokenIndex(t, `"format-version"`, `"format-version`)
+	if code, out, errs := c.run("verify", "--table", "test.orders", "--index", "pk"); code == 0 || !strings.Contains(errs, metaLoc) {
+		t.Fatalf("verify of the broken index: exit %d, want an error naming %s\n%s%s", code, metaLoc, out, errs)
+	}
+	if out := c.ok("drop", "--table", "test.orders", "--index", "pk"); !strings.Contains(out, "dropped index pk") {
+		t.Errorf("drop: %s", out)
+	}
+	out := c.ok("list", "--table", "test.orders")
+	for name := range definitions {
+		if listed := strings.Contains(out, name+" ") || strings.Contains(out, name+"\n"); listed != (name != "pk") {
+			t.Errorf("after dropping pk, list shows %s: %t\n%s", name, listed, out)
+		}
+	}
+	createIndex(t, c, "pk")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	if out := c.ok("verify", "--table", "test.orders", "--index", "pk"); !strings.Contains(out, "exact") {
+		t.Errorf("verify of the re-created index: %s", out)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestTypePromotionAcrossSnapshots(t *testing.T) {
 	)
 	tbl := testtables.CreateTable(t, cat, testtables.TableConfig{Name: "promo", Schema: schema, FormatVersion: 2, RowGroupRows: 8})
 	var rows [][]any
-	for i := range 60 {
+	for i := range 600 {
 		rows = append(rows, []any{int32(i), float32(i) / 4, decimal128.FromI64(int64(i) * 101), []string{"a", "b", "c"}[i%3]})
 	}
 	tbl, first := testtables.Append(t, tbl, rows...)
@@ -97,14 +98,38 @@ func TestTypePromotionAcrossSnapshots(t *testing.T) {
 		}
 	}
 	lookups("index behind the promotion")
+	rangeFiles := func(index string) map[string]bool {
+		t.Helper()
+		var out inspectOutput
+		if err := json.Unmarshal([]byte(c.ok("inspect", "--table", "test.promo", "--index", index, "--json")), &out); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]bool{}
+		for _, rf := range out.Tracking.RangeFiles {
+			files[rf.FilePath] = true
+		}
+		return files
+	}
 	for name := range defs {
+		before := rangeFiles(name)
 		// The incremental merge rewrites range files written before the
 		// promotion and keeps the others.
 		if code, out, errs := c.run("run", "--once", "--table", "test.promo", "--index", name, "--stage-dir", t.TempDir()); code != 0 {
 			t.Fatalf("run --once %s: exit %d\n%s%s", name, code, out, errs)
 		}
+		// What follows reads range files written under the old schema:
+		// the merge kept them, as it keeps every file it need not rewrite.
+		kept := 0
+		for f := range rangeFiles(name) {
+			if before[f] {
+				kept++
+			}
+		}
+		if kept == 0 {
+			t.Fatalf("%s: the update rewrote all %d range files; none written before the promotion is left to read", name, len(before))
+		}
 		if code, out, errs := c.run("verify", "--table", "test.promo", "--index", name); code != 0 {
-			t.Errorf("verify %s after the promotion: exit %d\n%s%s", name, code, out, errs)
+			t.Errorf("verify %s after the promotion (%d range files of the old schema): exit %d\n%s%s", name, kept, code, out, errs)
 		}
 	}
 	lookups("index updated across the promotion")

@@ -176,9 +176,19 @@ type resolver struct {
 func (r *resolver) column(name string) (int, error) {
 	f, ok := r.source.FindFieldByName(name)
 	if !ok {
-		return 0, fmt.Errorf("no column %q in the table", name)
+		return 0, noColumn(name)
 	}
 	return f.ID, nil
+}
+
+// noColumn is the error for a name that is neither a column of the table
+// nor a metadata column streamidx evaluates.
+func noColumn(name string) error {
+	if name == format.NamePartition {
+		return fmt.Errorf("%s: the spec allows this metadata column in an index, but streamidx does not compute the partition struct it holds, "+
+			"so it cannot build such an index (use the partition source columns, or their transforms, instead): %w", name, format.ErrUnsupportedExpression)
+	}
+	return fmt.Errorf("no column %q in the table", name)
 }
 
 func (r *resolver) exprFields(list []string, what string) ([]format.ExprField, error) {
@@ -355,5 +365,5 @@ func (p *exprParser) ref(name string) (format.Expr, error) {
 	if id, ok := metadataColumns[name]; ok {
 		return format.Ref{ID: id}, nil
 	}
-	return nil, fmt.Errorf("no column %q in the table", name)
+	return nil, noColumn(name)
 }

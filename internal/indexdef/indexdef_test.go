@@ -107,6 +107,8 @@ func TestDefinitionErrors(t *testing.T) {
 		`{"name":"x","identity":["customer_id"],"materialized":["_pos","_pos"],"cluster":["customer_id"]}`: "declared twice",
 		`{"name":"bad name","identity":["customer_id"],"cluster":["customer_id"]}`:                         "name",
 		`{"name":"x","identity":["customer_id"],"cluster":["customer_id"],"clsuter":[]}`:                   "clsuter",
+		`{"name":"x","identity":["customer_id"],"materialized":["_partition"],"cluster":["customer_id"]}`:  "does not compute the partition struct",
+		`{"name":"x","identity":["customer_id"],"cluster":["bucket(4, _partition)","customer_id"]}`:        "does not compute the partition struct",
 	}
 	for in, want := range cases {
 		d, err := Parse([]byte(in))
