@@ -5,6 +5,8 @@ package itest
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,9 +24,23 @@ import (
 // The images of stack 3, the same as docker-compose.yml's.
 const (
 	kafkaImage = "apache/kafka:3.9.0"
-	minioImage = "minio/minio:RELEASE.2025-09-07T16-13-09Z"
+	minioImage = "minio/minio:RELEASE.2025-03-12T18-04-18Z"
 	restImage  = "apache/iceberg-rest-fixture:1.8.1"
 )
+
+// TestStack3UsesTheComposeImages: stack 3 tests the images that
+// docker-compose.yml deploys (it needs no Docker engine).
+func TestStack3UsesTheComposeImages(t *testing.T) {
+	compose, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, image := range []string{kafkaImage, minioImage, restImage} {
+		if !strings.Contains(string(compose), "image: "+image+"\n") {
+			t.Errorf("docker-compose.yml does not deploy %s", image)
+		}
+	}
+}
 
 const (
 	minioUser     = testservers.S3AccessKey

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -276,14 +277,15 @@ func runDemoStream(ctx context.Context, g *globals, sd streamDemo) (int, error) 
 	common := strings.Join(flags, " ")
 	fmt.Fprintf(out, "\ndemo finished in %s: %d commits streamed in %s; everything is in %s\n", time.Since(began).Round(time.Second),
 		len(commits), view.streamed().Round(time.Second), sd.dir)
-	fmt.Fprintf(out, "try:\n  streamidx list %s --table %s\n", common, demoTable)
-	fmt.Fprintf(out, "  streamidx inspect %s --table %s --index by_customer\n", common, demoTable)
-	fmt.Fprintf(out, "  streamidx lookup %s --table %s --index pk --where %s --explain\n", common, demoTable,
+	sx, client := programPath("streamidx"), programPath("streamidx-client")
+	fmt.Fprintf(out, "try:\n  %s list %s --table %s\n", sx, common, demoTable)
+	fmt.Fprintf(out, "  %s inspect %s --table %s --index by_customer\n", sx, common, demoTable)
+	fmt.Fprintf(out, "  %s lookup %s --table %s --index pk --where %s --explain\n", sx, common, demoTable,
 		shellQuote(fmt.Sprintf("order_id = %d", order)))
-	fmt.Fprintf(out, "  streamidx lookup %s --table %s --index by_customer --where %s --limit 5\n", common, demoTable,
+	fmt.Fprintf(out, "  %s lookup %s --table %s --index by_customer --where %s --limit 5\n", sx, common, demoTable,
 		shellQuote(fmt.Sprintf("customer_id = %d", customer)))
-	fmt.Fprintf(out, "  streamidx serve %s &   # the lookup service, on 127.0.0.1:9465\n", common)
-	fmt.Fprintf(out, "  streamidx-client lookup --table %s --index pk --where %s --header\n\n", demoTable, shellQuote(fmt.Sprintf("order_id = %d", order)))
+	fmt.Fprintf(out, "  %s serve %s &   # the lookup service, on 127.0.0.1:9465\n", sx, common)
+	fmt.Fprintf(out, "  %s lookup --table %s --index pk --where %s --header\n\n", client, demoTable, shellQuote(fmt.Sprintf("order_id = %d", order)))
 	for _, v := range verdicts {
 		fmt.Fprintln(out, v)
 	}
@@ -649,4 +651,35 @@ func demoProblem(s string) string {
 		return ""
 	}
 	return " (" + s + ")"
+}
+
+// programPath is how to run the installed program name from the working
+// directory: its name when the PATH finds it beside this program (go
+// install, the image), else its path beside this program (make build puts
+// them in bin/), relative when that is shorter.
+func programPath(name string) string {
+	self, err := os.Executable()
+	if err != nil {
+		return name
+	}
+	beside := filepath.Join(filepath.Dir(self), name)
+	if found, err := exec.LookPath(name); err == nil && sameFile(found, beside) {
+		return name
+	}
+	if wd, err := os.Getwd(); err == nil {
+		if rel, err := filepath.Rel(wd, beside); err == nil && !strings.HasPrefix(rel, "..") {
+			return shellQuote("./" + rel)
+		}
+	}
+	return shellQuote(beside)
+}
+
+// sameFile reports whether two paths name one existing file.
+func sameFile(a, b string) bool {
+	sa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	sb, err := os.Stat(b)
+	return err == nil && os.SameFile(sa, sb)
 }
