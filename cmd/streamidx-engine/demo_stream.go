@@ -663,7 +663,7 @@ func programPath(name string) string {
 		return name
 	}
 	beside := filepath.Join(filepath.Dir(self), name)
-	if found, err := exec.LookPath(name); err == nil && sameFile(found, beside) {
+	if found, err := exec.LookPath(name); err == nil && resolved(found) == resolved(beside) {
 		return name
 	}
 	if wd, err := os.Getwd(); err == nil {
@@ -674,12 +674,14 @@ func programPath(name string) string {
 	return shellQuote(beside)
 }
 
-// sameFile reports whether two paths name one existing file.
-func sameFile(a, b string) bool {
-	sa, err := os.Stat(a)
-	if err != nil {
-		return false
+// resolved is path absolute with its symbolic links resolved, or path when
+// it cannot be.
+func resolved(path string) string {
+	if p, err := filepath.Abs(path); err == nil {
+		path = p
 	}
-	sb, err := os.Stat(b)
-	return err == nil && os.SameFile(sa, sb)
+	if p, err := filepath.EvalSymlinks(path); err == nil {
+		return p
+	}
+	return path
 }

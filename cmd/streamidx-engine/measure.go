@@ -26,8 +26,7 @@ func init() {
 }
 
 func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "table `NS.TABLE`")
-	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` to scan (default: the current one)")
+	f := addTableFlags(fs, "table snapshot `id` to scan (default: the current one)")
 	var opts []table.ScanOption
 	key := fs.String("key", "", "scan only rows where `COLUMN=VALUE` (an integer column), with iceberg-go's row filter")
 	if err := fs.Parse(args); err != nil {
@@ -41,37 +40,37 @@ func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 		}
 		opts = append(opts, table.WithRowFilter(iceberg.EqualTo(iceberg.Reference(strings.TrimSpace(col)), v)))
 	}
-	tbl, e, err := openTable(ctx, g, fs, *tableName)
+	tbl, e, err := openTable(ctx, g, fs, f.table)
 	if err != nil {
 		return exitError, err
 	}
 	defer e.Close()
-	if *snapshot != 0 {
-		opts = append(opts, table.WithSnapshotID(*snapshot))
+	if f.snapshot != 0 {
+		opts = append(opts, table.WithSnapshotID(f.snapshot))
 	}
 	began := time.Now()
 	_, recs, err := tbl.Scan(opts...).ToArrowRecords(ctx)
 	if err != nil {
-		return exitError, fmt.Errorf("scan %s: %w", *tableName, err)
+		return exitError, fmt.Errorf("scan %s: %w", f.table, err)
 	}
 	var rows int64
 	for rec, err := range recs {
 		if err != nil {
-			return exitError, fmt.Errorf("scan %s: %w", *tableName, err)
+			return exitError, fmt.Errorf("scan %s: %w", f.table, err)
 		}
 		rows += rec.NumRows()
 		rec.Release()
 	}
-	fmt.Fprintf(stdout, "scanned %d rows of %s in %s\n", rows, *tableName, time.Since(began).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "scanned %d rows of %s in %s\n", rows, f.table, time.Since(began).Round(time.Millisecond))
 	return exitOK, nil
 }
 
 func runCompactTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "table `NS.TABLE`")
+	f := addTableFlags(fs, "")
 	if err := fs.Parse(args); err != nil {
 		return exitError, err
 	}
-	tbl, e, err := openTable(ctx, g, fs, *tableName)
+	tbl, e, err := openTable(ctx, g, fs, f.table)
 	if err != nil {
 		return exitError, err
 	}
@@ -79,7 +78,7 @@ func runCompactTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []s
 	began := time.Now()
 	tasks, err := tbl.Scan().PlanFiles(ctx)
 	if err != nil {
-		return exitError, fmt.Errorf("plan files of %s: %w", *tableName, err)
+		return exitError, fmt.Errorf("plan files of %s: %w", f.table, err)
 	}
 	// Every file is a candidate: the point is a table without deletes.
 	cfg := compaction.DefaultConfig()
@@ -108,10 +107,10 @@ func runCompactTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []s
 	res, err := tbl.RewriteDataFiles(ctx, groups, table.RewriteDataFilesOptions{ExtraDeleteFilesToRemove: dead,
 		SnapshotProps: iceberg.Properties{"streamidx.compact-table": "true"}})
 	if err != nil {
-		return exitError, fmt.Errorf("compact %s: %w", *tableName, err)
+		return exitError, fmt.Errorf("compact %s: %w", f.table, err)
 	}
 	fmt.Fprintf(stdout, "compacted %s in %s: %d data files into %d, %d bytes written, %d equality and %d position delete files and %d deletion vectors removed\n",
-		*tableName, time.Since(began).Round(time.Millisecond), res.RemovedDataFiles, res.AddedDataFiles, res.BytesAfter,
+		f.table, time.Since(began).Round(time.Millisecond), res.RemovedDataFiles, res.AddedDataFiles, res.BytesAfter,
 		res.RemovedEqualityDeleteFiles, res.RemovedPositionDeleteFiles, res.RemovedDeletionVectorFiles)
 	return exitOK, nil
 }

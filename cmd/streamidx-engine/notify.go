@@ -26,16 +26,12 @@ func init() {
 // commit. The record's key is the table's name, so that the notifications
 // of one table stay in one partition, in commit order.
 func runNotify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	tableName := fs.String("table", "", "table `NS.TABLE` that committed")
-	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` (default: the current one)")
+	f := addTableFlags(fs, "table snapshot `id` (default: the current one)")
 	offsets := fs.String("offsets", "", `change-topic offsets the commit covers, as JSON: {"TOPIC": {"PARTITION": NEXT_OFFSET}} (default: none)`)
 	brokers := fs.String("kafka-brokers", "", "Kafka bootstrap `servers` host:port,... (default from run.kafka.brokers)")
 	commitTopic := fs.String("commit-topic", "", "commit notification `topic` (default from run.kafka.commit-topic: streamidx-commits)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up when the brokers have not taken the record within this `duration`")
-	if err := fs.Parse(args); err != nil {
-		return exitError, err
-	}
-	if err := requireFlags(fs, "table"); err != nil {
+	if err := f.parseTable(fs, args); err != nil {
 		return exitError, err
 	}
 	e, err := openEnv(ctx, g)
@@ -53,11 +49,11 @@ func runNotify(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if len(k.Brokers) == 0 {
 		return exitError, fmt.Errorf("no Kafka brokers: give --kafka-brokers or run.kafka.brokers")
 	}
-	tbl, _, err := e.loadTable(ctx, *tableName)
+	tbl, _, err := e.loadTable(ctx, f.table)
 	if err != nil {
 		return exitError, err
 	}
-	snap, err := lineage.Snapshot(tbl, *snapshot)
+	snap, err := lineage.Snapshot(tbl, f.snapshot)
 	if err != nil {
 		return exitError, err
 	}

@@ -21,13 +21,29 @@ type indexFlags struct {
 // addIndexFlags registers --table and --index, and --snapshot with the
 // given help when it is not empty.
 func addIndexFlags(fs *flag.FlagSet, snapshotHelp string) *indexFlags {
+	f := addTableFlags(fs, snapshotHelp)
+	fs.StringVar(&f.index, "index", "", "index `name`")
+	return f
+}
+
+// addTableFlags registers --table, and --snapshot with the given help when
+// it is not empty, for the commands that name a table and no index.
+func addTableFlags(fs *flag.FlagSet, snapshotHelp string) *indexFlags {
 	f := &indexFlags{}
 	fs.StringVar(&f.table, "table", "", "source table `NS.TABLE`")
-	fs.StringVar(&f.index, "index", "", "index `name`")
 	if snapshotHelp != "" {
 		fs.Int64Var(&f.snapshot, "snapshot", 0, snapshotHelp)
 	}
 	return f
+}
+
+// parseTable parses the command line and checks that --table and the flags
+// named in required are given.
+func (f *indexFlags) parseTable(fs *flag.FlagSet, args []string, required ...string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return requireFlags(fs, append([]string{"table"}, required...)...)
 }
 
 // indexTarget is what the shared preamble opened: the environment, the

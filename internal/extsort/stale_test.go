@@ -14,13 +14,7 @@ import (
 func TestStaleSpillDirectoriesAreRemoved(t *testing.T) {
 	dir := t.TempDir()
 	// A sorter at work: its directory is locked by this process.
-	live := NewSorter(dir, 1, nil)
-	defer live.Close()
-	for i := range 3 {
-		if err := live.Add([]byte{byte(i)}, []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	live := spilledSorter(t, dir)
 	if !live.Spilled() {
 		t.Fatal("the live sorter did not spill")
 	}
@@ -47,13 +41,7 @@ func TestStaleSpillDirectoriesAreRemoved(t *testing.T) {
 		}
 	}
 
-	next := NewSorter(dir, 1, nil)
-	defer next.Close()
-	for i := range 3 {
-		if err := next.Add([]byte{byte(i)}, []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	next := spilledSorter(t, dir)
 	for d, kept := range map[string]bool{dead: false, legacy: false, fresh: true, other: true, live.tmp: true, next.tmp: true} {
 		_, err := os.Stat(d)
 		if exists := err == nil; exists != kept {
@@ -71,13 +59,7 @@ func TestStaleSpillDirectoriesAreRemoved(t *testing.T) {
 // spills, and leaves a live sorter's directory and other files alone.
 func TestRemoveStaleSpillsAtStart(t *testing.T) {
 	dir := t.TempDir()
-	live := NewSorter(dir, 1, nil)
-	defer live.Close()
-	for i := range 3 {
-		if err := live.Add([]byte{byte(i)}, []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-	}
+	live := spilledSorter(t, dir)
 	dead := filepath.Join(dir, "streamidx-sort-4242")
 	other := filepath.Join(dir, "streamidx-notes")
 	old := time.Now().Add(-time.Hour)
@@ -100,4 +82,18 @@ func TestRemoveStaleSpillsAtStart(t *testing.T) {
 			t.Errorf("%s: exists %t, want %t", filepath.Base(d), err == nil, kept)
 		}
 	}
+}
+
+// spilledSorter is a sorter in dir that has spilled three records (a
+// memory limit of one byte), closed at the end of the test.
+func spilledSorter(t *testing.T, dir string) *Sorter {
+	t.Helper()
+	s := NewSorter(dir, 1, nil)
+	t.Cleanup(func() { s.Close() })
+	for i := range 3 {
+		if err := s.Add([]byte{byte(i)}, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
 }
