@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/streamidx/streamidx/internal/config"
 )
 
 func init() {
@@ -21,11 +19,7 @@ func runDrop(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	if err := f.parse(fs, args); err != nil {
 		return exitError, err
 	}
-	id, err := config.ParseTable(f.table)
-	if err != nil {
-		return exitError, err
-	}
-	e, err := openEnv(ctx, g)
+	e, id, err := f.openCatalogs(ctx, g)
 	if err != nil {
 		return exitError, err
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/streamidx/streamidx/flush"
 	"github.com/streamidx/streamidx/format"
-	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/lineage"
 )
 
@@ -35,11 +34,7 @@ func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	if *grace <= 0 {
 		return exitError, fmt.Errorf("--grace %s: want a positive duration", *grace)
 	}
-	id, err := config.ParseTable(f.table)
-	if err != nil {
-		return exitError, err
-	}
-	e, err := openEnv(ctx, g)
+	e, id, err := f.openCatalogs(ctx, g)
 	if err != nil {
 		return exitError, err
 	}

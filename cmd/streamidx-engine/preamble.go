@@ -8,6 +8,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
+	"github.com/streamidx/streamidx/internal/config"
 )
 
 // indexFlags are the --table, --index and (optional) --snapshot flags that
@@ -87,4 +88,21 @@ func (f *indexFlags) open(ctx context.Context, g *globals) (*indexTarget, error)
 		return nil, err
 	}
 	return t, nil
+}
+
+// openCatalogs opens the environment and names the table of --table, for
+// the commands that work on an index's catalog entry and files without
+// loading the index through the preamble (drop, expire, rollback: the
+// index may be broken, or its table re-created). The caller closes the
+// environment.
+func (f *indexFlags) openCatalogs(ctx context.Context, g *globals) (*env, table.Identifier, error) {
+	id, err := config.ParseTable(f.table)
+	if err != nil {
+		return nil, nil, err
+	}
+	e, err := openEnv(ctx, g)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, id, nil
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
-	"github.com/streamidx/streamidx/internal/config"
 	"github.com/streamidx/streamidx/internal/lineage"
 	"github.com/streamidx/streamidx/internal/objstore"
 )
@@ -34,11 +33,7 @@ func runRollback(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	if err := f.parse(fs, args, "to"); err != nil {
 		return exitError, err
 	}
-	id, err := config.ParseTable(f.table)
-	if err != nil {
-		return exitError, err
-	}
-	e, err := openEnv(ctx, g)
+	e, id, err := f.openCatalogs(ctx, g)
 	if err != nil {
 		return exitError, err
 	}
