@@ -920,10 +920,7 @@ func (f *changeFeed) retryWithFreshSchema(ctx context.Context, c *chunk, r *kgo.
 // was, with the reason and its origin in headers.
 func (f *changeFeed) deadLetter(r *kgo.Record, reason error) *kgo.Record {
 	f.d.log.Warn("change event sent to the dead-letter topic", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason)
-	return &kgo.Record{Topic: r.Topic + ".dlq", Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
-		{Key: HeaderError, Value: []byte(reason.Error())},
-		{Key: HeaderSource, Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)},
-	}}
+	return &kgo.Record{Topic: r.Topic + ".dlq", Key: r.Key, Value: r.Value, Headers: deadLetterHeaders(r, reason.Error())}
 }
 
 // sendDeadLetters writes dead letters before the positions past them are

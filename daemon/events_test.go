@@ -321,6 +321,10 @@ func TestMalformedEventsGoToDeadLetters(t *testing.T) {
 		if want := fmt.Sprintf("%s/0/%d", changeTopic, half+i); source != want || string(r.Value) != bad[i].value {
 			t.Errorf("dead letter %d: source %q value %q, want %s and the record as it was", i, source, r.Value, want)
 		}
+		if topic, part, off := header(r, HeaderSourceTopic), header(r, HeaderSourcePartition), header(r, HeaderSourceOffset); topic != changeTopic ||
+			part != "0" || off != strconv.Itoa(half+i) {
+			t.Errorf("dead letter %d: origin headers topic %q partition %q offset %q, want %s, 0, %d", i, topic, part, off, changeTopic, half+i)
+		}
 	}
 	_, body := d.get(t, "/metrics")
 	if got, _ := metric(body, "streamidx_ingest_events_dead_lettered_total"); got != strconv.Itoa(len(bad)) {

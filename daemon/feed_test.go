@@ -101,6 +101,9 @@ func TestBogusNotificationHoldsNothing(t *testing.T) {
 	if src := header(dl[0], HeaderSource); src != commitTopic+"/0/0" {
 		t.Errorf("dead-letter source %q, want %s/0/0", src, commitTopic)
 	}
+	if topic, part, off := header(dl[0], HeaderSourceTopic), header(dl[0], HeaderSourcePartition), header(dl[0], HeaderSourceOffset); topic != commitTopic || part != "0" || off != "0" {
+		t.Errorf("dead-letter origin headers topic %q partition %q offset %q, want %s, 0, 0", topic, part, off, commitTopic)
+	}
 	_, body := d.get(t, "/metrics")
 	for sample, want := range map[string]string{
 		"streamidx_ingest_notification_timeouts_total": "1",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,9 +20,27 @@ import (
 const (
 	// HeaderError holds why the record went to the dead-letter topic.
 	HeaderError = "streamidx-error"
-	// HeaderSource holds topic/partition/offset of the original record.
+	// HeaderSource holds topic/partition/offset of the original record
+	// (Kafka topic names cannot hold "/").
 	HeaderSource = "streamidx-source"
+	// HeaderSourceTopic, HeaderSourcePartition and HeaderSourceOffset hold
+	// the same origin one part each, for consumers that route on them.
+	HeaderSourceTopic     = "streamidx-source-topic"
+	HeaderSourcePartition = "streamidx-source-partition"
+	HeaderSourceOffset    = "streamidx-source-offset"
 )
+
+// deadLetterHeaders are the headers of the dead-letter record of r: why it
+// went there, and where it was read.
+func deadLetterHeaders(r *kgo.Record, reason string) []kgo.RecordHeader {
+	return []kgo.RecordHeader{
+		{Key: HeaderError, Value: []byte(reason)},
+		{Key: HeaderSource, Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)},
+		{Key: HeaderSourceTopic, Value: []byte(r.Topic)},
+		{Key: HeaderSourcePartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+		{Key: HeaderSourceOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
+	}
+}
 
 // consumer reads the commit topic in a consumer group (processes sharing
 // the group share its partitions). It never waits for index work: each
@@ -203,10 +222,7 @@ func (c *consumer) neverCovered(tbl *table.Table, n ingest.Notification) string 
 // has it, and tried again at the next sweep if it fails.
 func (c *consumer) send(nt *note) {
 	r := nt.rec
-	dl := &kgo.Record{Topic: c.deadLetter, Key: r.Key, Value: r.Value, Headers: []kgo.RecordHeader{
-		{Key: HeaderError, Value: []byte(nt.reason)},
-		{Key: HeaderSource, Value: fmt.Appendf(nil, "%s/%d/%d", r.Topic, r.Partition, r.Offset)},
-	}}
+	dl := &kgo.Record{Topic: c.deadLetter, Key: r.Key, Value: r.Value, Headers: deadLetterHeaders(r, nt.reason)}
 	c.client.Produce(context.Background(), dl, func(_ *kgo.Record, err error) {
 		if err != nil {
 			c.d.log.Warn("write to the dead-letter topic failed; retrying", "topic", c.deadLetter, "err", err)
