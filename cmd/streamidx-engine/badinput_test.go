@@ -51,6 +51,8 @@ func TestBadInputIsRefusedWithAMessage(t *testing.T) {
 		{[]string{"create", "--table", "test.orders", "--def", deepDef}, "nest function applications more than 64 deep"},
 		{[]string{"rollback", "--table", "test.orders", "--index", "pk", "--to", "somewhere/else"}, "want an index snapshot id or a metadata file location"},
 		{[]string{"expire", "--table", "test.orders", "--index", "pk", "--retain-last", "-3"}, "--retain-last -3: want at least 1"},
+		{[]string{"expire", "--table", "test.orders", "--index", "pk", "--retain-last", "0"}, "--retain-last 0: want at least 1"},
+		{[]string{"rewrite-deletes", "--table", "test.orders", "--min-files", "0"}, "--min-files 0: want at least 1"},
 		{[]string{"notify", "--table", "test.orders"}, "no Kafka brokers: give --kafka-brokers or run.kafka.brokers"},
 		{[]string{"notify", "--table", "test.orders", "--kafka-brokers", "127.0.0.1:1", "--offsets", "[1]"}, "offsets must be an object"},
 		{[]string{"run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", stage, "--config", sasl}, `run.kafka.sasl.mechanism "GSSAPI"`},

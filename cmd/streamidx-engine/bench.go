@@ -85,7 +85,7 @@ func runBench(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	interval := fs.Duration("interval", time.Second, "time between the commits of a stream")
 	drain := fs.Duration("drain", time.Minute, "how long to wait after a stream for the indexes to cover its last commit")
 	verifyMode := fs.String("verify", "final", "after each scenario verify none, the final index snapshot of each index (final), or every index snapshot the stream produced (all)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	rows, ok := benchScales[*scale]

@@ -17,7 +17,7 @@ func init() {
 func runCreate(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	tableName := fs.String("table", "", "source table `NS.TABLE`")
 	defPath := fs.String("def", "", "index definition `file` (YAML or JSON)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if err := requireFlags(fs, "table", "def"); err != nil {

@@ -124,7 +124,7 @@ func runDemo(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, s
 	upserts := fs.Int64("upserts", 500, "orders each commit of the stream upserts")
 	httpAddr := fs.String("http", "127.0.0.1:0", "listen `address` of the daemon's /metrics (port 0: a free port)")
 	tour := fs.Bool("tour", false, "instead of the stream, walk step by step through gen-table, create, build, lookup, one upsert, run --once and verify")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	abs, err := filepath.Abs(*dir)

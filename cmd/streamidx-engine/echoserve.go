@@ -29,7 +29,7 @@ func runEchoServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	addr := fs.String("http", "127.0.0.1:9466", "listen `address`")
 	answer := fs.String("answer", "", "`file` whose bytes answer every request (required)")
 	contentType := fs.String("content-type", "application/x-ndjson", "Content-Type of the answers")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if *answer == "" {

@@ -45,7 +45,9 @@ func runExpire(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	}
 	opts := flush.ExpireOptions{RetainLast: e.cfg.Run.RetainSnapshots, MaxAge: time.Duration(e.cfg.Run.MaxSnapshotAge), OrphanGrace: *grace,
 		Store: e.store, Logger: e.log, DryRun: *dryRun}
-	if *retain != 0 {
+	retainGiven := false
+	fs.Visit(func(fl *flag.Flag) { retainGiven = retainGiven || fl.Name == "retain-last" })
+	if retainGiven {
 		if *retain < 1 {
 			return exitError, fmt.Errorf("--retain-last %d: want at least 1 (the current snapshot is always kept)", *retain)
 		}

@@ -27,7 +27,7 @@ func runGenTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	upsert := fs.Int64("upsert", 0, "instead of appending, commit one upsert (equality delete + new version) of `N` existing orders among the first --rows")
 	pattern := fs.String("pattern", "uniform", "which orders --upsert changes: tail (the highest ids) or uniform")
 	every := fs.Duration("every", 0, "with --upsert: commit an upsert every `interval`, a new version of the orders each time, until interrupted (or --commits are made)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if *commits < 1 || *rowsN < 0 {

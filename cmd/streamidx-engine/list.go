@@ -24,7 +24,7 @@ func init() {
 // also when indexes of that name are left in the index catalog.
 func runList(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	tableName := fs.String("table", "", "source table `NS.TABLE`")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if err := requireFlags(fs, "table"); err != nil {

@@ -29,7 +29,7 @@ func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	f := addTableFlags(fs, "table snapshot `id` to scan (default: the current one)")
 	var opts []table.ScanOption
 	key := fs.String("key", "", "scan only rows where `COLUMN=VALUE` (an integer column), with iceberg-go's row filter")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if *key != "" {
@@ -67,7 +67,7 @@ func runScanTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 
 func runCompactTable(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	f := addTableFlags(fs, "")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	tbl, e, err := openTable(ctx, g, fs, f.table)

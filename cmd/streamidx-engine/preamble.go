@@ -41,7 +41,7 @@ func addTableFlags(fs *flag.FlagSet, snapshotHelp string) *indexFlags {
 // parseTable parses the command line and checks that --table and the flags
 // named in required are given.
 func (f *indexFlags) parseTable(fs *flag.FlagSet, args []string, required ...string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return requireFlags(fs, append([]string{"table"}, required...)...)
@@ -63,7 +63,7 @@ type indexTarget struct {
 // parse parses the command line and checks that --table, --index and the
 // flags named in required are given.
 func (f *indexFlags) parse(fs *flag.FlagSet, args []string, required ...string) error {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	return requireFlags(fs, append([]string{"table", "index"}, required...)...)

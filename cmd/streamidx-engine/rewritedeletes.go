@@ -23,15 +23,18 @@ func init() {
 func runRewriteDeletes(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
 	tableName := fs.String("table", "", "table `NS.TABLE`")
 	index := fs.String("index", "", "index `name` with _file and _pos to resolve through (default: the table's first such index)")
-	dryRun := fs.Bool("dry-run", false, "print what would change and change nothing")
+	dryRun := fs.Bool("dry-run", false, "print what would change in the table and change nothing there (an index that lags the table is still brought up to date first, as --no-align would refuse it)")
 	asJSON := fs.Bool("json", false, "print the result as one JSON object")
-	minFiles := fs.Int("min-files", 1, "do nothing while the table has fewer than `N` live equality delete files")
+	minFiles := fs.Int("min-files", 1, "do nothing while the table has fewer than `N` live equality delete files (at least 1)")
 	noAlign := fs.Bool("no-align", false, "refuse an index that lags the table instead of bringing it up to date first")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if err := requireFlags(fs, "table"); err != nil {
 		return exitError, err
+	}
+	if *minFiles < 1 {
+		return exitError, fmt.Errorf("--min-files %d: want at least 1", *minFiles)
 	}
 	id, err := config.ParseTable(*tableName)
 	if err != nil {
@@ -104,7 +107,7 @@ func printRewrite(w io.Writer, res *rewrite.Result) {
 	}
 	fmt.Fprintf(w, "%d index entries read to find the live positions\n", res.IndexEntriesRead)
 	if res.DryRun {
-		fmt.Fprintf(w, "%d positions in %d data files (dry run: nothing written)\n", res.PositionsAdded, len(res.DataFiles))
+		fmt.Fprintf(w, "%d positions in %d data files (dry run: nothing written to the table)\n", res.PositionsAdded, len(res.DataFiles))
 		return
 	}
 	fmt.Fprintf(w, "committed snapshot %d: %d equality delete files and %d replaced delete files removed, %d positions in %d new deletion vectors or position delete files (%d bytes), %d conflicts, %s\n",

@@ -6,9 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/streamidx/streamidx/format"
 	"github.com/streamidx/streamidx/indexcatalog"
@@ -52,10 +56,14 @@ func runRollback(ctx context.Context, g *globals, fs *flag.FlagSet, args []strin
 	if err != nil {
 		return exitError, fmt.Errorf("index %s of %s: %w", f.index, f.table, err)
 	}
-	if tbl, _, err := e.loadTable(ctx, f.table); err == nil {
+	tbl, _, tblErr := e.loadTable(ctx, f.table)
+	if tblErr == nil {
 		if err := format.CheckTable(target, lineage.View(tbl)); errors.Is(err, format.ErrTableReplaced) {
 			return exitError, fmt.Errorf("index %s of %s: %w", f.index, f.table, err)
 		}
+	}
+	if err := r.filesPresent(ctx, target, tbl); err != nil {
+		return exitError, fmt.Errorf("index %s of %s: %w", f.index, f.table, err)
 	}
 	loc, err := e.indexes.Commit(ctx, id, f.index, curLoc, target)
 	if err != nil {
@@ -192,4 +200,57 @@ func leadingVersion(name string) int {
 	}
 	v, _ := strconv.Atoi(name[:end])
 	return v
+}
+
+// filesPresent checks that the files of the target's current snapshot are
+// still there: its tracking file, and (when the table could be loaded to
+// read it) every range file it lists. Expiry deletes the files of the
+// snapshots it expires but leaves earlier metadata files, which still name
+// them; rolling back to such a snapshot would commit an index that no
+// lookup or update can read.
+func (r *rollback) filesPresent(ctx context.Context, target *format.Metadata, tbl *table.Table) error {
+	snap := target.CurrentSnapshot()
+	if snap == nil {
+		return nil
+	}
+	gone := func(what, loc string, err error) error {
+		return fmt.Errorf("index snapshot %d cannot be rolled back to: its %s %s is gone (expired?): %w; roll back to a newer snapshot, or build the index again",
+			snap.SnapshotID, what, loc, err)
+	}
+	loc, err := format.ResolvePath(target.Location, snap.TrackingFile)
+	if err != nil {
+		return err
+	}
+	if tbl == nil {
+		f, err := r.store.Open(ctx, loc)
+		if err != nil {
+			return gone("tracking file", loc, err)
+		}
+		return f.Close()
+	}
+	var schema *iceberg.Schema
+	if s := tbl.SnapshotByID(snap.SourceTableSnapshotID); s != nil {
+		schema = lineage.SnapshotSchema(tbl, s)
+	} else {
+		schema = tbl.Schema()
+	}
+	is, err := format.NewIndexSchema(target, schema)
+	if err != nil {
+		return nil // a schema the index no longer fits: the commands that use it say so
+	}
+	tr, _, err := r.store.ReadTracking(ctx, target, snap, is)
+	if errors.Is(err, fs.ErrNotExist) {
+		return gone("tracking file", loc, err)
+	}
+	if err != nil {
+		return err
+	}
+	for _, te := range tr.Entries {
+		f, err := r.store.Open(ctx, te.FilePath)
+		if err != nil {
+			return gone("range file", te.FilePath, err)
+		}
+		f.Close()
+	}
+	return nil
 }

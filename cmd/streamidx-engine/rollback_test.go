@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamidx/streamidx/internal/testtables"
 )
@@ -107,5 +108,43 @@ func TestRollback(t *testing.T) {
 	code, out, errs = c.run("rollback", "--table", "test.orders", "--index", "pk", "--to", otherLoc)
 	if code != exitError || !strings.Contains(errs, "another index") {
 		t.Errorf("rollback to another index's metadata: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestRollbackRefusesAnExpiredSnapshot: expire deletes the files of the
+// snapshots it expires and leaves the earlier metadata files that still
+// name them; a rollback to such a snapshot is refused, naming the missing
+// file, and the index stays as it was (its lookups and verify go on).
+func TestRollbackRefusesAnExpiredSnapshot(t *testing.T) {
+	ctx := context.Background()
+	warehouse, tbl := ordersTable(t, 30)
+	c := newCLI(t, warehouse, "")
+	createIndex(t, c, "pk")
+	c.ok("build", "--table", "test.orders", "--index", "pk")
+	ic := openIndexCatalog(t, warehouse)
+	md, _, err := ic.Load(ctx, []string{"test", "orders"}, "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := md.CurrentSnapshot().SnapshotID
+	for i := range 2 {
+		tbl, _ = testtables.Append(t, tbl, testtables.OrderRows(30+10*i, 40+10*i, 0)...)
+		c.ok("run", "--once", "--table", "test.orders", "--index", "pk", "--stage-dir", t.TempDir())
+	}
+	time.Sleep(5 * time.Millisecond) // past the grace below
+	c.ok("expire", "--table", "test.orders", "--index", "pk", "--retain-last", "1", "--grace", "1ms")
+	_, before, err := ic.Load(ctx, []string{"test", "orders"}, "pk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := c.run("rollback", "--table", "test.orders", "--index", "pk", "--to", fmt.Sprint(first))
+	if code != exitError || !strings.Contains(errs, "cannot be rolled back to") || !strings.Contains(errs, "is gone") {
+		t.Fatalf("rollback to an expired snapshot: exit %d\n%s%s", code, out, errs)
+	}
+	if _, after, err := ic.Load(ctx, []string{"test", "orders"}, "pk"); err != nil || after != before {
+		t.Fatalf("the refused rollback moved the index from %s to %s (%v)", before, after, err)
+	}
+	if out := c.ok("verify", "--table", "test.orders", "--index", "pk"); !strings.Contains(out, "exact") {
+		t.Errorf("verify after the refused rollback: %s", out)
 	}
 }

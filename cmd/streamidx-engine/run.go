@@ -40,7 +40,7 @@ func runDaemon(ctx context.Context, g *globals, fs *flag.FlagSet, args []string,
 	once := fs.Bool("once", false, "align every index once and exit (no Kafka, no HTTP): for cron jobs and measurements")
 	rewriteDeletes := fs.Bool("rewrite-deletes", false, "after publishing, turn the table's equality deletes into deletion vectors through an index with _file and _pos (run.rewrite-deletes.enabled)")
 	serveFlag := fs.Bool("serve", false, "answer lookups over HTTP on the --http listener too (see streamidx serve and the serve config section)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	g.serving = *serveFlag

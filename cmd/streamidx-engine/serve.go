@@ -30,7 +30,7 @@ func runServe(ctx context.Context, g *globals, fs *flag.FlagSet, args []string, 
 	httpAddr := fs.String("http", "", "listen `address` of the lookup service, /metrics, /healthz and /readyz (default from serve.http: 127.0.0.1:9465)")
 	var warm stringList
 	fs.Var(&warm, "warm", "read the pages of index `NS.TABLE/INDEX` into the cache at start, before /readyz says ready (repeat; see serve.warm)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	type target struct{ table, index string }

@@ -37,7 +37,7 @@ func runServeLoad(ctx context.Context, g *globals, fs *flag.FlagSet, args []stri
 	snapshot := fs.Int64("snapshot", 0, "table snapshot `id` the lookups are exact for (default: the current one)")
 	caFile := fs.String("ca-file", "", "PEM `file` of the certificate (or its authority) an https:// service presents, when the system does not trust it")
 	others := fs.Duration("others-duration", 20*time.Second, "length of the process and scan runs (0 skips them)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if err := requireFlags(fs, "table"); err != nil {

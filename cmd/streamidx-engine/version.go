@@ -14,7 +14,7 @@ func init() {
 }
 
 func runVersion(_ context.Context, _ *globals, fs *flag.FlagSet, args []string, stdout io.Writer) (int, error) {
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return exitError, err
 	}
 	if fs.NArg() > 0 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/streamidx/streamidx/indexcatalog"
 	"github.com/streamidx/streamidx/internal/config"
+	"github.com/streamidx/streamidx/internal/flagcheck"
 	"github.com/streamidx/streamidx/internal/objstore"
 	"github.com/streamidx/streamidx/internal/predicatearg"
 	"github.com/streamidx/streamidx/internal/tablemeta"
@@ -69,8 +70,8 @@ func parseLookup(args []string) (q *lookupArgs, ok bool) {
 	fs.BoolVar(&q.asJSON, "json", false, "")
 	fs.BoolVar(&q.explain, "explain", false, "")
 	fs.Int64Var(&q.limit, "limit", 0, "")
-	if fs.Parse(pre.Args()[1:]) != nil || fs.NArg() > 0 {
-		return q, false
+	if fs.Parse(pre.Args()[1:]) != nil || flagcheck.Check(fs, pre.Args()[1:], "config", "catalog-uri", "catalog-name", "warehouse", "log-level") != nil {
+		return q, false // stray words, a flag given twice: the engine refuses them
 	}
 	return q, q.table != "" && q.index != "" && q.limit >= 0
 }
