@@ -13,8 +13,5 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	return flagcheck.Check(fs, args, globalFlags...)
+	return flagcheck.Check(fs, args, flagcheck.Global...)
 }
-
-// globalFlags are the flags of globals.register.
-var globalFlags = []string{"config", "catalog-uri", "catalog-name", "warehouse", "log-level"}

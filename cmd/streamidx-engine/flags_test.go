@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/streamidx/streamidx/internal/flagcheck"
 )
 
 // TestStrayArgumentsAndRepeatedFlagsAreRefused: a word that is not a flag
@@ -51,7 +53,7 @@ func TestGlobalFlagsMayRepeat(t *testing.T) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	slices.Sort(names)
-	want := slices.Sorted(slices.Values(globalFlags))
+	want := slices.Sorted(slices.Values(flagcheck.Global))
 	if !slices.Equal(names, want) {
 		t.Errorf("global flags %v, parseFlags lets %v repeat", names, want)
 	}

@@ -63,10 +63,7 @@ type indexTarget struct {
 // parse parses the command line and checks that --table, --index and the
 // flags named in required are given.
 func (f *indexFlags) parse(fs *flag.FlagSet, args []string, required ...string) error {
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	return requireFlags(fs, append([]string{"table", "index"}, required...)...)
+	return f.parseTable(fs, args, append([]string{"index"}, required...)...)
 }
 
 // open opens the environment and loads the table and the index. An index

@@ -70,7 +70,7 @@ func parseLookup(args []string) (q *lookupArgs, ok bool) {
 	fs.BoolVar(&q.asJSON, "json", false, "")
 	fs.BoolVar(&q.explain, "explain", false, "")
 	fs.Int64Var(&q.limit, "limit", 0, "")
-	if fs.Parse(pre.Args()[1:]) != nil || flagcheck.Check(fs, pre.Args()[1:], "config", "catalog-uri", "catalog-name", "warehouse", "log-level") != nil {
+	if fs.Parse(pre.Args()[1:]) != nil || flagcheck.Check(fs, pre.Args()[1:], flagcheck.Global...) != nil {
 		return q, false // stray words, a flag given twice: the engine refuses them
 	}
 	return q, q.table != "" && q.index != "" && q.limit >= 0

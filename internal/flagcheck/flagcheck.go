@@ -44,3 +44,7 @@ func Check(fs *flag.FlagSet, args []string, mayRepeat ...string) error {
 	}
 	return nil
 }
+
+// Global are the global flags both programs accept before and after the
+// command; a later one overrides an earlier one, so they may repeat.
+var Global = []string{"config", "catalog-uri", "catalog-name", "warehouse", "log-level"}
